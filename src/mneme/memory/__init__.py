@@ -1,0 +1,6 @@
+"""Long-term memory, independent of the graph: records, extraction, search, writes."""
+
+from mneme.memory.api import Memory
+from mneme.memory.record import HistoryEntry, MemoryChange, MemoryHit, MemoryRecord
+
+__all__ = ["HistoryEntry", "Memory", "MemoryChange", "MemoryHit", "MemoryRecord"]

@@ -1,0 +1,238 @@
+"""The memory record, its history rows, and what the `Memory` API returns."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mneme.errors import InputError
+
+SCHEMA_VERSION = 1
+"""Version of the stored record layout; older records are migrated when read."""
+
+Kind = Literal["profile", "semantic", "episodic"]
+"""`profile`: a keyed field (shipping_preference); `semantic`: a fact or preference about the
+user; `episodic`: an event or a verbatim piece of conversation."""
+
+Operation = Literal["ADD", "UPDATE", "SUPERSEDE", "DELETE", "NOOP", "REFUSE", "EXPIRE", "IMPORT"]
+
+MEMORIES = "memories"
+"""Namespace root of current memories: `("memories", user)`."""
+ARCHIVE = "memory_archive"
+"""Namespace root of superseded versions, kept for history: `("memory_archive", user)`."""
+HISTORY = "memory_history"
+"""Namespace root of change rows: `("memory_history", user)`."""
+SESSIONS = "sessions"
+"""Namespace root of session (thread) records: `("sessions", user)`."""
+
+MAX_USER_ID = 256
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601."""
+    return datetime.now(UTC).isoformat()
+
+
+def new_id() -> str:
+    """A new memory id."""
+    return uuid.uuid4().hex
+
+
+def check_user(user_id: Any) -> str:
+    """Validate a user id and return it.
+
+    Raises:
+        InputError: if it is missing, not a string, blank or too long.
+    """
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise InputError(
+            "mneme: a user_id is required (pass context={'user_id': ...} to the graph, "
+            "or user_id=... to Memory)"
+        )
+    if len(user_id) > MAX_USER_ID:
+        raise InputError(f"mneme: user_id is longer than {MAX_USER_ID} characters")
+    return user_id
+
+
+def user_label(user_id: str) -> str:
+    """The namespace label of a user: reversible, without `.` (LangGraph forbids it)."""
+    return check_user(user_id).replace("%", "%25").replace(".", "%2E")
+
+
+def label_user(label: str) -> str:
+    """Inverse of `user_label`."""
+    return label.replace("%2E", ".").replace("%25", "%")
+
+
+def namespace(root: str, user_id: str) -> tuple[str, str]:
+    """The store namespace of one user's records of one kind."""
+    return (root, user_label(user_id))
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> str:
+    """Canonical form of a memory text for duplicate detection."""
+    text = unicodedata.normalize("NFKC", text).casefold().strip()
+    text = re.sub(r"[\s\u3000]+", " ", text)
+    return text.rstrip("。.!！?？;；,，")
+
+
+def content_hash(text: str) -> str:
+    """Stable hash of a memory's normalized text."""
+    return hashlib.sha256(normalize_text(text).encode()).hexdigest()[:32]
+
+
+class Source(BaseModel):
+    """Where a memory came from."""
+
+    model_config = ConfigDict(extra="allow")
+
+    thread_id: str | None = None
+    """The conversation thread (session) it was said in."""
+    message_ids: list[str] = Field(default_factory=list)
+    """Ids of the messages it was extracted from."""
+    actor: str = "user"
+    """Who caused the write: `user` (said it), `agent` (a memory tool), `api`, `system`."""
+    speaker: str | None = None
+    """In a group chat, the participant who said it."""
+    at: str = Field(default_factory=now_iso)
+    """When it was said or written."""
+
+
+class MemoryRecord(BaseModel):
+    """One long-term memory of one user."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(default_factory=new_id)
+    user_id: str
+    agent_id: str | None = None
+    kind: Kind = "semantic"
+    text: str
+    """The memory in the user's own language."""
+    subject: str | None = None
+    """Natural key of a profile field (`shipping_preference`) or a topic key of a fact."""
+    value: str | None = None
+    """Structured value of a profile field (`SF_EXPRESS`)."""
+    importance: float = 0.5
+    confidence: float = 1.0
+    confirmed: bool = False
+    """The user stated it explicitly (not inferred)."""
+    source: Source = Field(default_factory=Source)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: str = Field(default_factory=now_iso)
+    updated_at: str = Field(default_factory=now_iso)
+    valid_from: str = Field(default_factory=now_iso)
+    invalid_at: str | None = None
+    superseded_by: str | None = None
+    expires_at: str | None = None
+    sensitivity: int = 0
+    """0 ordinary, 1 personal (contact data), 2 sensitive (health, finance, identity)."""
+    version: int = 1
+    content_hash: str = ""
+    use_count: int = 0
+    last_used_at: str | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        """Fill the content hash."""
+        if not self.content_hash:
+            self.content_hash = content_hash(self.text)
+
+    @property
+    def current(self) -> bool:
+        """Whether this is the current version (not superseded or invalidated)."""
+        return self.invalid_at is None
+
+    def to_store(self) -> dict[str, Any]:
+        """The JSON value kept in the store."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_store(cls, value: dict[str, Any]) -> MemoryRecord:
+        """Read a stored value, migrating older layouts."""
+        return cls.model_validate(migrate(dict(value)))
+
+
+def migrate(value: dict[str, Any]) -> dict[str, Any]:
+    """Upgrade a stored record to the current schema version.
+
+    Version 0 (before the schema was versioned) had `memory` instead of `text` and no
+    `kind`; it is read as a semantic memory.
+    """
+    version = int(value.get("schema_version", 0))
+    if version == 0:
+        if "text" not in value and "memory" in value:
+            value["text"] = value.pop("memory")
+        value.setdefault("kind", "semantic")
+        value["schema_version"] = 1
+    return value
+
+
+class MemoryHit(BaseModel):
+    """One search result."""
+
+    id: str
+    text: str
+    kind: Kind
+    score: float
+    """Final score in 0..1 (relevance, recency and importance combined)."""
+    created_at: str
+    updated_at: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    subject: str | None = None
+    value: str | None = None
+    user_id: str
+    current: bool = True
+    speaker: str | None = None
+
+    @classmethod
+    def of(cls, record: MemoryRecord, score: float) -> MemoryHit:
+        """A hit for a record."""
+        return cls(
+            id=record.id,
+            text=record.text,
+            kind=record.kind,
+            score=round(float(score), 4),
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            metadata=record.metadata,
+            subject=record.subject,
+            value=record.value,
+            user_id=record.user_id,
+            current=record.current,
+            speaker=record.source.speaker,
+        )
+
+
+class MemoryChange(BaseModel):
+    """One change made by a write."""
+
+    operation: Operation
+    id: str | None
+    """The memory changed (for NOOP, the existing duplicate; for REFUSE, None)."""
+    text: str
+    old_text: str | None = None
+    reason: str | None = None
+
+
+class HistoryEntry(BaseModel):
+    """One row of a memory's change history."""
+
+    id: str = Field(default_factory=new_id)
+    memory_id: str
+    operation: Operation
+    old_text: str | None = None
+    new_text: str | None = None
+    actor: str = "user"
+    at: str = Field(default_factory=now_iso)
+    source: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = None

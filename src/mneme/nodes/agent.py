@@ -1,0 +1,62 @@
+"""`agent`: one model call of the ReAct loop, on the budgeted context."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, messages_to_dict
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+from mneme.context import Context, context_of
+from mneme.models import resolve_model
+from mneme.nodes.build_context import counter_of, render
+from mneme.state import State
+
+log = logging.getLogger("mneme.prompt")
+
+
+def bound_model(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> Runnable[Any, Any]:
+    """The chat model with the tools bound (cached per model and tool set)."""
+    chat = resolve_model(model)
+    key = (id(chat), tuple(t.name for t in tools))
+    cached = _bound.get(key)
+    if cached is None:
+        cached = chat.bind_tools(list(tools)) if tools else chat
+        _bound[key] = cached
+    return cached
+
+
+_bound: dict[tuple[int, tuple[str, ...]], Runnable[Any, Any]] = {}
+
+
+def make_agent(
+    model: str | BaseChatModel | None, tools: Sequence[BaseTool]
+) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    """Build the `agent` node for a model (None: the run's `Context.model`) and tools."""
+
+    def agent(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Call the model on the system prompt, memories, summary, task state and history."""
+        ctx = context_of(runtime)
+        spec = model if model is not None else (ctx.model or None)
+        counter = counter_of(ctx, spec)
+        messages, usage = render(state, ctx, counter)
+        if ctx.debug:
+            log.info(
+                json.dumps(
+                    {"stage": "agent", "usage": usage, "messages": messages_to_dict(messages)},
+                    ensure_ascii=False,
+                    default=str,
+                )
+            )
+        response = bound_model(spec, tools).invoke(messages)
+        if not isinstance(response, AIMessage):
+            response = AIMessage(content=str(getattr(response, "content", response)))
+        return {"messages": [response], "token_usage": usage}
+
+    return agent

@@ -1,0 +1,128 @@
+"""`summarize`: fold the oldest turns into the running summary and keep them as episodes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from mneme import prompts
+from mneme.context import Context, context_of
+from mneme.memory.record import Source
+from mneme.memory.write import WriteContext, Writer
+from mneme.models import is_offline, resolve_model
+from mneme.nodes.build_context import counter_of
+from mneme.state import State
+from mneme.tokens import TokenCounter, message_text
+from mneme.window import split_turns, turn_tokens
+
+KEEP_RATIO = 0.5
+"""After summarizing, the history holds at most this share of its budget (so that summarizing
+happens every few turns, not at every turn)."""
+EPISODE_CHARS = 2000
+
+_INFORMATIVE = re.compile(
+    r"\d|[A-Z][a-z]+|订单|地址|电话|日期|决定|确认|同意|以后|偏好|喜欢|不要|需要|"
+    r"decid|agree|confirm|prefer|always|never|need|want|address|order|date",
+)
+_CLAUSE = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.!?])\s+")
+
+
+def speaker(message: AnyMessage) -> str:
+    """How a message's author is named in excerpts."""
+    if isinstance(message, HumanMessage):
+        return message.name or "User"
+    if isinstance(message, ToolMessage):
+        return f"Tool {message.name or ''}".strip()
+    return "Assistant"
+
+
+def excerpt(turns: Sequence[Sequence[AnyMessage]]) -> list[str]:
+    """The turns as lines `Speaker: text` (tool calls shown by name)."""
+    lines = []
+    for turn in turns:
+        for m in turn:
+            text = " ".join(message_text(m).split())
+            if isinstance(m, AIMessage) and m.tool_calls and not text:
+                text = "calls " + ", ".join(f"{c['name']}({c['args']})" for c in m.tool_calls)
+            if text:
+                lines.append(f"{speaker(m)}: {text}")
+    return lines
+
+
+def extractive_summary(previous: str, lines: list[str], budget: int, counter: TokenCounter) -> str:
+    """The offline summarizer: keep the clauses that carry names, numbers, ids, dates, decisions.
+
+    When the summary outgrows its budget, the least informative lines go first, oldest first
+    among equals, so an order id said long ago outlives small talk said recently.
+    """
+    kept = [line for line in previous.splitlines() if line.strip()]
+    for line in lines:
+        who, _, text = line.partition(": ")
+        for clause in _CLAUSE.split(text):
+            clause = clause.strip()
+            if clause and _INFORMATIVE.search(clause) and not who.startswith("Tool"):
+                kept.append(f"- {who}: {clause[:200]}")
+    # Drop duplicates, keep order.
+    seen: set[str] = set()
+    kept = [k for k in kept if not (k in seen or seen.add(k))]  # type: ignore[func-returns-value]
+    while kept and counter.count("\n".join(kept)) > budget:
+        scores = [len(re.findall(r"\d{4,}|[A-Z]{2,}\d+", k)) * 3 + len(_INFORMATIVE.findall(k)) for k in kept]
+        kept.pop(min(range(len(kept)), key=lambda i: (scores[i], i)))
+    return "\n".join(kept)
+
+
+def llm_summary(model: BaseChatModel, previous: str, lines: list[str], budget: int, counter: TokenCounter) -> str:
+    """Ask the model to fold the excerpt into the summary (prompt in `prompts.SUMMARIZE_PROMPT`)."""
+    prompt = prompts.SUMMARIZE_PROMPT.format(
+        max_words=max(30, budget // 2), summary=previous or "(none)", excerpt="\n".join(lines)
+    )
+    reply = model.invoke(prompt)
+    text = message_text(reply).strip() if isinstance(reply, AIMessage) else str(reply)
+    if counter.count(text) > budget:
+        return extractive_summary(previous, lines, budget, counter)
+    return text
+
+
+def make_summarize(model: str | BaseChatModel | None) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    """Build the `summarize` node for a model (None: the run's `Context.model`)."""
+
+    def summarize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Fold the oldest turns into the summary, remove them, keep them as episodic memory."""
+        ctx = context_of(runtime)
+        spec = model if model is not None else (ctx.model or None)
+        counter = counter_of(ctx, spec)
+        turns = split_turns(state.messages)
+        total = sum(turn_tokens(t, counter) for t in turns)
+        if total <= ctx.budget_history or len(turns) < 2:
+            return {}
+        removed: list[list[AnyMessage]] = []
+        while len(turns) > 1 and total > ctx.budget_history * KEEP_RATIO:
+            turn = turns.pop(0)
+            total -= turn_tokens(turn, counter)
+            removed.append(turn)
+        lines = excerpt(removed)
+        if is_offline(spec):
+            summary = extractive_summary(state.summary, lines, ctx.budget_summary, counter)
+        else:
+            summary = llm_summary(resolve_model(spec), state.summary, lines, ctx.budget_summary, counter)
+        if runtime.store is not None and ctx.user_id:
+            thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
+            episodes = []
+            for turn in removed:
+                text = "\n".join(excerpt([turn]))[:EPISODE_CHARS]
+                if text:
+                    episodes.append((text, {"source": "summarized", "message_id": turn[0].id or ""}))
+            wctx = WriteContext(user_id=ctx.user_id, source=Source(thread_id=thread_id, actor="system"))
+            Writer(runtime.store).add_verbatim(episodes, wctx)
+        return {
+            "summary": summary,
+            "messages": [RemoveMessage(id=m.id) for turn in removed for m in turn if m.id],
+        }
+
+    return summarize
