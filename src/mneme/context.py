@@ -147,6 +147,20 @@ def _coerce(raw: str, default: Any) -> Any:
     return raw
 
 
+def configurable() -> dict[str, Any]:
+    """The `configurable` of the current run (empty outside a run)."""
+    from langgraph.config import get_config
+
+    try:
+        return dict(get_config().get("configurable", {}))
+    except RuntimeError:  # called outside a run (unit tests, scripts)
+        return {}
+
+
+def thread_id() -> str:
+    """The thread id of the current run ("" outside a run or without a checkpointer)."""
+    return str(configurable().get("thread_id") or "")
+
 
 def context_of(runtime: Any) -> Context:
     """The settings of the current run: `runtime.context`, completed from `configurable`.
@@ -157,13 +171,7 @@ def context_of(runtime: Any) -> Context:
     Returns:
         The resolved `Context` (defaults when the run passed none).
     """
-    from langgraph.config import get_config
-
-    try:
-        configurable = get_config().get("configurable", {})
-    except RuntimeError:  # called outside a run
-        configurable = {}
-    return Context.from_any(getattr(runtime, "context", None), configurable)
+    return Context.from_any(getattr(runtime, "context", None), configurable())
 
 
-__all__ = ["Context", "context_of"]
+__all__ = ["Context", "configurable", "context_of", "thread_id"]

@@ -103,3 +103,7 @@ def embedding_dims(embeddings: Embeddings) -> int:
     if isinstance(dims, int) and dims > 0:
         return dims
     return len(embeddings.embed_query("dimension probe"))
+
+
+local = LocalEmbeddings()
+"""The bundled model as an `Embeddings` instance (named by `langgraph.json` for the server's store)."""

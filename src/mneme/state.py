@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph import add_messages
+from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
+
+from mneme.context import Context
 
 
 class GroupMessage(TypedDict, total=False):
@@ -69,3 +72,11 @@ class State(InputState):
     """Small numbers shown to the model for memories (`"1"` -> memory id); tools map them back."""
     writes: list[dict[str, Any]] = field(default_factory=list)
     """Memory changes made by the last turn (operation, id, text)."""
+
+
+class Node(Protocol):
+    """A graph node: takes the state and the run's runtime, returns a state update."""
+
+    def __call__(self, state: State, *, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Run the node."""
+        ...

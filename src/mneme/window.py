@@ -68,9 +68,7 @@ def shorten_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
     return TRUNCATION_MARKER.format(omitted=len(text)).strip()
 
 
-def fit_messages(
-    messages: Sequence[AnyMessage], budget: int, counter: TokenCounter
-) -> list[AnyMessage]:
+def fit_messages(messages: Sequence[AnyMessage], budget: int, counter: TokenCounter) -> list[AnyMessage]:
     """The newest whole turns within `budget`; over-long messages of the newest turn shortened.
 
     Returns copies where content was shortened; the originals (and the checkpoint) are not
@@ -82,9 +80,7 @@ def fit_messages(
     if total <= budget:
         return window
     # Only the newest turn is left and it is too big: shorten its largest messages.
-    sizes = sorted(
-        range(len(window)), key=lambda i: counter.count_message(window[i]), reverse=True
-    )
+    sizes = sorted(range(len(window)), key=lambda i: counter.count_message(window[i]), reverse=True)
     for i in sizes:
         if total <= budget:
             break

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +221,14 @@ class Memory:
             metadata=dict(metadata or {}),
             policy=policy_of(self.context),
         )
-        cand = Candidate(kind=kind, text=text.strip(), subject=subject, value=value, importance=importance, evidence=text)
+        cand = Candidate(
+            kind=kind,
+            text=text.strip(),
+            subject=subject,
+            value=value,
+            importance=importance,
+            evidence=text,
+        )
         return self._writer.write([cand], ctx)[0]
 
     def update(self, memory_id: str, text: str, *, user_id: str) -> MemoryChange:
@@ -316,7 +322,7 @@ class Memory:
     def get_all(self, *, user_id: str, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
         """All current memories of a user, oldest first."""
         check_user(user_id)
-        return self._repo.list(user_id, kinds)
+        return self._repo.records(user_id, kinds)
 
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """Every change of one memory, oldest first (also for deleted or superseded ones).
@@ -343,7 +349,7 @@ class Memory:
             "format": EXPORT_FORMAT,
             "user_id": user_id,
             "exported_at": now_iso(),
-            "memories": [r.to_store() for r in self._repo.list(user_id)],
+            "memories": [r.to_store() for r in self._repo.records(user_id)],
             "archive": [r.to_store() for r in self._repo.archived(user_id)],
             "history": [h.model_dump(mode="json") for h in self._repo.history(user_id)],
             "sessions": self._repo.sessions(user_id),
@@ -368,7 +374,9 @@ class Memory:
                 record = MemoryRecord.from_store({**raw, "user_id": user_id})
                 existed = self._repo.get(user_id, record.id) is not None
                 ops += self._repo.put_ops(record)
-                changes.append(MemoryChange(operation="NOOP" if existed else "IMPORT", id=record.id, text=record.text))
+                changes.append(
+                    MemoryChange(operation="NOOP" if existed else "IMPORT", id=record.id, text=record.text)
+                )
             for raw in data.get("archive", []):
                 record = MemoryRecord.from_store({**raw, "user_id": user_id})
                 key = f"{record.id}@{record.invalid_at or record.updated_at}"
@@ -383,4 +391,3 @@ class Memory:
             if isinstance(session, dict) and session.get("thread_id"):
                 self._repo.put_session(user_id, str(session["thread_id"]), session)
         return changes
-

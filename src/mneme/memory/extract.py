@@ -59,7 +59,9 @@ COURIERS: dict[str, tuple[str, str]] = {
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _CLAUSE_SPLIT = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
-_ZH_PREFIX = re.compile(r"^(?:你好|您好|嗨|哈喽|hi|hello|嗯|哦|对了|另外|还有|然后|麻烦你?|请)[，,！!\s]*", re.I)
+_ZH_PREFIX = re.compile(
+    r"^(?:你好|您好|嗨|哈喽|hi|hello|嗯|哦|对了|另外|还有|然后|麻烦你?|请)[，,！!\s]*", re.I
+)
 _EN_COURIERS = "|".join(re.escape(k) for k in COURIERS if not _CJK.search(k))
 _ZH_COURIERS = "|".join(re.escape(k) for k in COURIERS if _CJK.search(k) or k == "ems")
 
@@ -130,7 +132,11 @@ def _shipping(clause: str, now: datetime) -> list[Candidate]:
 
 def _order(clause: str, now: datetime) -> list[Candidate]:
     zh = re.search(r"订单(?:号|编号)?\s*(?:是|为|[:：#])?\s*([A-Za-z0-9-]{6,})", clause)
-    en = re.search(r"\border\s*(?:number|no\.?|id|#)?\s*(?:is|:)?\s*#?([A-Za-z0-9-]*\d[A-Za-z0-9-]{5,})", clause, re.I)
+    en = re.search(
+        r"\border\s*(?:number|no\.?|id|#)?\s*(?:is|:)?\s*#?([A-Za-z0-9-]*\d[A-Za-z0-9-]{5,})",
+        clause,
+        re.I,
+    )
     match = zh or en
     if not match:
         return []
@@ -141,7 +147,11 @@ def _order(clause: str, now: datetime) -> list[Candidate]:
         what = f"（{item.group(1)}）" if item else ""
         text = f"订单{order_id}{what}" + (f"，{when}购买" if when else "")
     else:
-        item = re.search(r"\b(?:bought|ordered|purchased)\s+(?:a|an|the|some)?\s*([\w -]{2,30}?)(?:[,.]|\s+(?:yesterday|today|last|on|with|and)\b|$)", clause, re.I)
+        item = re.search(
+            r"\b(?:bought|ordered|purchased)\s+(?:a|an|the|some)?\s*([\w -]{2,30}?)(?:[,.]|\s+(?:yesterday|today|last|on|with|and)\b|$)",
+            clause,
+            re.I,
+        )
         what = f" ({_clean(item.group(1))})" if item else ""
         text = f"Order {order_id}{what}" + (f", bought {when}" if when else "")
     return [
@@ -184,62 +194,218 @@ def _preferences(clause: str, now: datetime) -> list[Candidate]:
     if m := _ZH_DISLIKE.search(clause):
         obj = _clean(next(g for g in m.groups() if g))
         if "过敏" in m.group(0):
-            out.append(Candidate("semantic", f"对{obj}过敏", importance=0.9, evidence=clause, topic=obj, action=action, sensitivity=2, tags=["health"]))
+            out.append(
+                Candidate(
+                    "semantic",
+                    f"对{obj}过敏",
+                    importance=0.9,
+                    evidence=clause,
+                    topic=obj,
+                    action=action,
+                    sensitivity=2,
+                    tags=["health"],
+                )
+            )
         else:
-            verb = re.search(r"不(?:再|太)?(喜欢|爱|吃|喝|能吃|能喝|用)|讨厌", m.group(0))
-            phrase = verb.group(0) if verb else "不喜欢"
-            out.append(Candidate("semantic", f"{phrase}{obj}", importance=0.7, evidence=clause, topic=obj, action=action, tags=["preference"]))
+            neg = re.search(r"不(?:再|太)?(喜欢|爱|吃|喝|能吃|能喝|用)|讨厌", m.group(0))
+            phrase = neg.group(0) if neg else "不喜欢"
+            out.append(
+                Candidate(
+                    "semantic",
+                    f"{phrase}{obj}",
+                    importance=0.7,
+                    evidence=clause,
+                    topic=obj,
+                    action=action,
+                    tags=["preference"],
+                )
+            )
     elif m := _ZH_LIKE.search(clause):
         obj = _clean(m.group(1))
         if obj and not obj.startswith(("的", "你")):
             verb = "更喜欢" if "更" in m.group(0) else "喜欢"
-            out.append(Candidate("semantic", f"{verb}{obj}", importance=0.6, evidence=clause, topic=obj, action=action, tags=["preference"]))
+            out.append(
+                Candidate(
+                    "semantic",
+                    f"{verb}{obj}",
+                    importance=0.6,
+                    evidence=clause,
+                    topic=obj,
+                    action=action,
+                    tags=["preference"],
+                )
+            )
     if m := _EN_DISLIKE.search(clause):
         obj = _clean(next(g for g in m.groups() if g))
         if "allergic" in m.group(0).lower():
-            out.append(Candidate("semantic", f"Allergic to {obj}", importance=0.9, evidence=clause, topic=obj, action=action, sensitivity=2, tags=["health"]))
+            out.append(
+                Candidate(
+                    "semantic",
+                    f"Allergic to {obj}",
+                    importance=0.9,
+                    evidence=clause,
+                    topic=obj,
+                    action=action,
+                    sensitivity=2,
+                    tags=["health"],
+                )
+            )
         else:
-            verb = re.search(r"\b(eat|drink|enjoy|stand)\b", m.group(0), re.I)
-            text = f"Does not {verb.group(1).lower()} {obj}" if verb else f"Does not like {obj}"
-            out.append(Candidate("semantic", text, importance=0.7, evidence=clause, topic=obj, action=action, tags=["preference"]))
+            act = re.search(r"\b(eat|drink|enjoy|stand)\b", m.group(0), re.I)
+            text = f"Does not {act.group(1).lower()} {obj}" if act else f"Does not like {obj}"
+            out.append(
+                Candidate(
+                    "semantic",
+                    text,
+                    importance=0.7,
+                    evidence=clause,
+                    topic=obj,
+                    action=action,
+                    tags=["preference"],
+                )
+            )
     elif m := _EN_LIKE.search(clause):
         obj = _clean(m.group(1))
         verb = "Prefers" if re.search(r"prefer", m.group(0), re.I) else "Likes"
         if obj.lower() not in {"it", "that", "this", "you", "to"}:
-            out.append(Candidate("semantic", f"{verb} {obj}", importance=0.6, evidence=clause, topic=obj, action=action, tags=["preference"]))
+            out.append(
+                Candidate(
+                    "semantic",
+                    f"{verb} {obj}",
+                    importance=0.6,
+                    evidence=clause,
+                    topic=obj,
+                    action=action,
+                    tags=["preference"],
+                )
+            )
     return out
 
 
 def _identity(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
-    if m := re.search(r"我(?:的名字)?(?:叫|是)\s*([\u4e00-\u9fff]{2,4}|[A-Za-z][A-Za-z·' -]{1,30})(?=[，,。！!\s]|$)", clause):
+    if m := re.search(
+        r"我(?:的名字)?(?:叫|是)\s*([\u4e00-\u9fff]{2,4}|[A-Za-z][A-Za-z·' -]{1,30})(?=[，,。！!\s]|$)",
+        clause,
+    ):
         name = _clean(m.group(1))
         if "叫" in m.group(0) or "名字" in m.group(0):
-            out.append(Candidate("profile", f"名字：{name}", subject="name", value=name, importance=0.8, evidence=clause))
+            out.append(
+                Candidate(
+                    "profile",
+                    f"名字：{name}",
+                    subject="name",
+                    value=name,
+                    importance=0.8,
+                    evidence=clause,
+                )
+            )
     if m := re.search(r"\b(?:my name is|call me|I'm called)\s+([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)", clause):
         name = m.group(1)
-        out.append(Candidate("profile", f"Name: {name}", subject="name", value=name, importance=0.8, evidence=clause))
+        out.append(
+            Candidate(
+                "profile",
+                f"Name: {name}",
+                subject="name",
+                value=name,
+                importance=0.8,
+                evidence=clause,
+            )
+        )
     if m := re.search(r"我(?:住在|家在|来自|搬到了?)\s*([^，,。！!？?]{2,20})", clause):
         place = _clean(m.group(1))
-        out.append(Candidate("profile", f"住在{place}" if "来自" not in m.group(0) else f"来自{place}", subject="location" if "来自" not in m.group(0) else "hometown", value=place, importance=0.6, evidence=clause))
-    if m := re.search(r"\bI (?:live in|moved to|am based in|'m based in)\s+([A-Z][\w .'-]{1,40}?)(?=[,.;!?]|$| now| and)", clause):
+        out.append(
+            Candidate(
+                "profile",
+                f"住在{place}" if "来自" not in m.group(0) else f"来自{place}",
+                subject="location" if "来自" not in m.group(0) else "hometown",
+                value=place,
+                importance=0.6,
+                evidence=clause,
+            )
+        )
+    if m := re.search(
+        r"\bI (?:live in|moved to|am based in|'m based in)\s+([A-Z][\w .'-]{1,40}?)(?=[,.;!?]|$| now| and)",
+        clause,
+    ):
         place = _clean(m.group(1))
-        out.append(Candidate("profile", f"Lives in {place}", subject="location", value=place, importance=0.6, evidence=clause))
+        out.append(
+            Candidate(
+                "profile",
+                f"Lives in {place}",
+                subject="location",
+                value=place,
+                importance=0.6,
+                evidence=clause,
+            )
+        )
     if m := re.search(r"\bI(?:'m| am) from\s+([A-Z][\w .'-]{1,40}?)(?=[,.;!?]|$| and)", clause):
         place = _clean(m.group(1))
-        out.append(Candidate("profile", f"Is from {place}", subject="hometown", value=place, importance=0.5, evidence=clause))
-    if m := re.search(r"我(?:是一?名|是一个|是个|的职业是|做)\s*([\u4e00-\u9fff]{2,8}?(?:师|员|生|家|者|工|医生|护士|老师|学生))", clause):
+        out.append(
+            Candidate(
+                "profile",
+                f"Is from {place}",
+                subject="hometown",
+                value=place,
+                importance=0.5,
+                evidence=clause,
+            )
+        )
+    if m := re.search(
+        r"我(?:是一?名|是一个|是个|的职业是|做)\s*([\u4e00-\u9fff]{2,8}?(?:师|员|生|家|者|工|医生|护士|老师|学生))",
+        clause,
+    ):
         job = _clean(m.group(1))
-        out.append(Candidate("profile", f"职业：{job}", subject="occupation", value=job, importance=0.6, evidence=clause))
-    if m := re.search(r"\bI(?:'m| am) an? ([a-z]+(?: [a-z]+)?(?:er|or|ist|ian|ant|ent|nurse|doctor|student|teacher|chef))\b", clause, re.I):
+        out.append(
+            Candidate(
+                "profile",
+                f"职业：{job}",
+                subject="occupation",
+                value=job,
+                importance=0.6,
+                evidence=clause,
+            )
+        )
+    if m := re.search(
+        r"\bI(?:'m| am) an? ([a-z]+(?: [a-z]+)?(?:er|or|ist|ian|ant|ent|nurse|doctor|student|teacher|chef))\b",
+        clause,
+        re.I,
+    ):
         job = m.group(1)
-        out.append(Candidate("profile", f"Works as a {job}", subject="occupation", value=job, importance=0.6, evidence=clause))
+        out.append(
+            Candidate(
+                "profile",
+                f"Works as a {job}",
+                subject="occupation",
+                value=job,
+                importance=0.6,
+                evidence=clause,
+            )
+        )
     if m := re.search(r"\bI work (?:at|for)\s+([A-Z][\w&.' -]{1,40}?)(?=[,.;!?]|$| as| and)", clause):
         org = _clean(m.group(1))
-        out.append(Candidate("profile", f"Works at {org}", subject="employer", value=org, importance=0.6, evidence=clause))
+        out.append(
+            Candidate(
+                "profile",
+                f"Works at {org}",
+                subject="employer",
+                value=org,
+                importance=0.6,
+                evidence=clause,
+            )
+        )
     if m := re.search(r"我在\s*([^，,。！!？?]{2,20}?)(?:工作|上班)", clause):
         org = _clean(m.group(1))
-        out.append(Candidate("profile", f"在{org}工作", subject="employer", value=org, importance=0.6, evidence=clause))
+        out.append(
+            Candidate(
+                "profile",
+                f"在{org}工作",
+                subject="employer",
+                value=org,
+                importance=0.6,
+                evidence=clause,
+            )
+        )
     return out
 
 
@@ -254,16 +420,43 @@ def _contact(clause: str, now: datetime) -> list[Candidate]:
         return out
     if (m := _EMAIL.search(clause)) and re.search(r"邮箱|e-?mail|mail", clause, re.I):
         zh = is_chinese(clause)
-        out.append(Candidate("profile", f"邮箱：{m.group(0)}" if zh else f"Email: {m.group(0)}", subject="email", value=m.group(0), importance=0.6, sensitivity=1, evidence=clause))
+        out.append(
+            Candidate(
+                "profile",
+                f"邮箱：{m.group(0)}" if zh else f"Email: {m.group(0)}",
+                subject="email",
+                value=m.group(0),
+                importance=0.6,
+                sensitivity=1,
+                evidence=clause,
+            )
+        )
     if (m := _PHONE.search(clause)) and re.search(r"手机|电话|号码|phone|number|cell|mobile", clause, re.I):
         zh = is_chinese(clause)
-        out.append(Candidate("profile", f"电话：{m.group(0)}" if zh else f"Phone: {m.group(0)}", subject="phone", value=m.group(0), importance=0.6, sensitivity=1, evidence=clause))
+        out.append(
+            Candidate(
+                "profile",
+                f"电话：{m.group(0)}" if zh else f"Phone: {m.group(0)}",
+                subject="phone",
+                value=m.group(0),
+                importance=0.6,
+                sensitivity=1,
+                evidence=clause,
+            )
+        )
     return out
 
 
 def _forget(clause: str, now: datetime) -> list[Candidate]:
-    zh = re.search(r"(?:忘掉|忘记|忘了吧|删除|删掉|别再记|不要再?记住?)(?:我的|关于我?的?|我)?\s*([^，,。！!？?]{1,30})", clause)
-    en = re.search(r"\b(?:forget|delete|erase|remove)\s+(?:that\s+|about\s+|my\s+|what I said about\s+)?([^,.;!?]{2,60})", clause, re.I)
+    zh = re.search(
+        r"(?:忘掉|忘记|忘了吧|删除|删掉|别再记|不要再?记住?)(?:我的|关于我?的?|我)?\s*([^，,。！!？?]{1,30})",
+        clause,
+    )
+    en = re.search(
+        r"\b(?:forget|delete|erase|remove)\s+(?:that\s+|about\s+|my\s+|what I said about\s+)?([^,.;!?]{2,60})",
+        clause,
+        re.I,
+    )
     m = zh or en
     if not m:
         return []

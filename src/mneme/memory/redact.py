@@ -8,9 +8,13 @@ from typing import Literal
 
 Policy = Literal["keep", "mask", "drop"]
 
-_CN_ID = re.compile(r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])")
+_CN_ID = re.compile(
+    r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
+)
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
-_PHONE = re.compile(r"(?<![\d+])(?:\+?86[- ]?)?1[3-9]\d{9}(?!\d)|(?<![\w+])\+\d{1,3}[ -]?\d(?:[ -]?\d){6,12}(?!\d)")
+_PHONE = re.compile(
+    r"(?<![\d+])(?:\+?86[- ]?)?1[3-9]\d{9}(?!\d)|(?<![\w+])\+\d{1,3}[ -]?\d(?:[ -]?\d){6,12}(?!\d)"
+)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -105,7 +109,13 @@ def redact(text: str, policy: RedactionPolicy | None = None) -> Redaction:
         text = pattern.sub(sub, text)
 
     apply("cn_id", policy.cn_id, _CN_ID, "ID", lambda v: valid_cn_id(v))
-    apply("bank_card", policy.bank_card, _CARD, "card", lambda v: luhn_ok(re.sub(r"\D", "", v)) and 13 <= len(re.sub(r"\D", "", v)) <= 19)
+    apply(
+        "bank_card",
+        policy.bank_card,
+        _CARD,
+        "card",
+        lambda v: luhn_ok(re.sub(r"\D", "", v)) and 13 <= len(re.sub(r"\D", "", v)) <= 19,
+    )
     apply("phone", policy.phone, _PHONE, "phone")
     apply("email", policy.email, _EMAIL, "email")
     return Redaction(text=text, found=found, drop=drop)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
@@ -46,7 +46,7 @@ class Repo:
     def get(self, user_id: str, memory_id: str) -> MemoryRecord | None:
         """The current record with this id, or None (also for another user's id)."""
         ops = [GetOp(kind_namespace(user_id, kind), memory_id) for kind in KINDS]
-        for item in self.store.batch(ops):
+        for item in self.store.batch(ops):  # one GetOp per kind: Item or None each
             if isinstance(item, Item):
                 return self._record(user_id, item)
         return None
@@ -58,15 +58,12 @@ class Repo:
             return None
         return record
 
-    def list(self, user_id: str, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
+    def records(self, user_id: str, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
         """All current records of a user (optionally of some kinds), oldest first."""
-        ops = [
-            SearchOp(kind_namespace(user_id, kind), limit=LIST_LIMIT)
-            for kind in (kinds or KINDS)
-        ]
+        ops = [SearchOp(kind_namespace(user_id, kind), limit=LIST_LIMIT) for kind in (kinds or KINDS)]
         out: list[MemoryRecord] = []
         for items in self.store.batch(ops):
-            for item in items or []:
+            for item in cast("list[SearchItem]", items or []):
                 rec = self._record(user_id, item)
                 if rec is not None:
                     out.append(rec)
@@ -98,7 +95,7 @@ class Repo:
             ops.append(SearchOp(namespace(ARCHIVE, user_id), filter=flt or None, limit=limit, query=query))
         out: list[tuple[MemoryRecord, float | None]] = []
         for items in self.store.batch(ops):
-            for item in items or []:
+            for item in cast("list[SearchItem]", items or []):
                 rec = self._record(user_id, item)
                 if rec is not None:
                     out.append((rec, item.score if isinstance(item, SearchItem) else None))
@@ -115,7 +112,14 @@ class Repo:
 
     def put_ops(self, record: MemoryRecord) -> list[PutOp]:
         """Ops that store a record as current."""
-        return [PutOp(kind_namespace(record.user_id, record.kind), record.id, record.to_store(), index=["text"])]
+        return [
+            PutOp(
+                kind_namespace(record.user_id, record.kind),
+                record.id,
+                record.to_store(),
+                index=["text"],
+            )
+        ]
 
     def archive_ops(self, old: MemoryRecord) -> list[PutOp]:
         """Ops that move a record out of the current view into the archive."""
@@ -157,9 +161,7 @@ class Repo:
     def history_items(self, user_id: str, memory_id: str) -> list[Item]:
         """Raw history items of one memory (to scrub them when it is forgotten)."""
         return list(
-            self.store.search(
-                namespace(HISTORY, user_id), filter={"memory_id": memory_id}, limit=LIST_LIMIT
-            )
+            self.store.search(namespace(HISTORY, user_id), filter={"memory_id": memory_id}, limit=LIST_LIMIT)
         )
 
     # -- sessions -----------------------------------------------------------------------------
@@ -200,7 +202,7 @@ class Repo:
         Returns:
             The number of current memories deleted.
         """
-        count = len(self.list(user_id))
+        count = len(self.records(user_id))
         targets = self.user_namespaces(user_id)
         if not sessions:
             targets = [ns for ns in targets if ns[0] != SESSIONS]

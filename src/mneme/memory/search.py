@@ -85,6 +85,8 @@ _cal_lock = threading.Lock()
 def calibrator_for(store: BaseStore) -> Calibrator | None:
     """The calibrator of a store's embeddings (None when the store has no embeddings)."""
     embeddings = getattr(store, "embeddings", None)
+    if embeddings is None:  # the LangGraph server wraps its store (BatchedStore._store)
+        embeddings = getattr(getattr(store, "_store", None), "embeddings", None)
     if not isinstance(embeddings, Embeddings):
         return None
     with _cal_lock:
@@ -113,9 +115,7 @@ def expired(record: MemoryRecord, now: datetime) -> bool:
         return False
 
 
-def search(
-    store: BaseStore, user_id: str, query: str, settings: SearchSettings
-) -> list[MemoryHit]:
+def search(store: BaseStore, user_id: str, query: str, settings: SearchSettings) -> list[MemoryHit]:
     """Search one user's memories.
 
     Args:

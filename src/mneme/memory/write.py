@@ -6,7 +6,6 @@ import difflib
 import threading
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
@@ -87,9 +86,7 @@ class Writer:
                 changes.extend(self._one(cand, ctx))
         return changes
 
-    def add_verbatim(
-        self, texts: list[tuple[str, dict[str, Any]]], ctx: WriteContext
-    ) -> list[MemoryChange]:
+    def add_verbatim(self, texts: list[tuple[str, dict[str, Any]]], ctx: WriteContext) -> list[MemoryChange]:
         """Store texts as episodic memories, one each, without extraction.
 
         The id of each record is derived from the user, the source and the text, so adding
@@ -104,10 +101,21 @@ class Writer:
                     changes.append(self._refuse(ctx, text, "redaction policy drops this data", ops))
                     continue
                 meta = {**ctx.metadata, **extra}
-                msg_id = str(extra.get("message_id") or (ctx.source.message_ids[i] if i < len(ctx.source.message_ids) else i))
-                rid = stable_id(ctx.user_id, "episodic", ctx.source.thread_id or "", msg_id, content_hash(red.text))
+                msg_id = str(
+                    extra.get("message_id")
+                    or (ctx.source.message_ids[i] if i < len(ctx.source.message_ids) else i)
+                )
+                rid = stable_id(
+                    ctx.user_id,
+                    "episodic",
+                    ctx.source.thread_id or "",
+                    msg_id,
+                    content_hash(red.text),
+                )
                 if self.repo.get(ctx.user_id, rid) is not None:
-                    changes.append(MemoryChange(operation="NOOP", id=rid, text=red.text, reason="already stored"))
+                    changes.append(
+                        MemoryChange(operation="NOOP", id=rid, text=red.text, reason="already stored")
+                    )
                     continue
                 record = MemoryRecord(
                     id=rid,
@@ -254,13 +262,29 @@ class Writer:
         )
         existing = self.repo.get(ctx.user_id, record.id)
         if existing is not None:
-            return [MemoryChange(operation="NOOP", id=existing.id, text=existing.text, reason="same memory already stored")]
+            return [
+                MemoryChange(
+                    operation="NOOP",
+                    id=existing.id,
+                    text=existing.text,
+                    reason="same memory already stored",
+                )
+            ]
         replaced: MemoryRecord | None = None
         if cand.subject:
             same = self.repo.find_subject(ctx.user_id, cand.kind, cand.subject)
             for old in same:
-                if normalize_text(old.text) == normalize_text(text) or (old.value and old.value == value and cand.kind == "profile"):
-                    return [MemoryChange(operation="NOOP", id=old.id, text=old.text, reason="same value already stored")]
+                if normalize_text(old.text) == normalize_text(text) or (
+                    old.value and old.value == value and cand.kind == "profile"
+                ):
+                    return [
+                        MemoryChange(
+                            operation="NOOP",
+                            id=old.id,
+                            text=old.text,
+                            reason="same value already stored",
+                        )
+                    ]
             replaced = same[0] if same else None
         else:
             similar = self.repo.search(ctx.user_id, text, kinds=[cand.kind], limit=5)
@@ -269,12 +293,25 @@ class Writer:
             for old, raw in similar:
                 if raw is None:
                     continue
-                close_text = difflib.SequenceMatcher(None, normalize_text(old.text), normalize_text(text)).ratio()
+                close_text = difflib.SequenceMatcher(
+                    None, normalize_text(old.text), normalize_text(text)
+                ).ratio()
                 if raw >= DUPLICATE_SIMILARITY and close_text >= 0.8:
-                    return [MemoryChange(operation="NOOP", id=old.id, text=old.text, reason="a memory with the same meaning exists")]
+                    return [
+                        MemoryChange(
+                            operation="NOOP",
+                            id=old.id,
+                            text=old.text,
+                            reason="a memory with the same meaning exists",
+                        )
+                    ]
             if cand.action == "correct":
                 for old, raw in similar:
-                    relevant = cal.relevance(raw, background) >= 0.5 if cal and background and raw is not None else True
+                    relevant = (
+                        cal.relevance(raw, background) >= 0.5
+                        if cal and background and raw is not None
+                        else True
+                    )
                     if raw is not None and raw >= CORRECTION_SIMILARITY and relevant:
                         replaced = old
                         break
@@ -284,18 +321,41 @@ class Writer:
             record.version = replaced.version + 1
             ops += self.repo.archive_ops(old)
             ops += self.repo.put_ops(record)
-            ops.append(self._history_op(ctx, replaced.id, "SUPERSEDE", replaced.text, record.text, reason=f"superseded by {record.id}"))
-            ops.append(self._history_op(ctx, record.id, "ADD", replaced.text, record.text, reason=f"replaces {replaced.id}"))
+            ops.append(
+                self._history_op(
+                    ctx,
+                    replaced.id,
+                    "SUPERSEDE",
+                    replaced.text,
+                    record.text,
+                    reason=f"superseded by {record.id}",
+                )
+            )
+            ops.append(
+                self._history_op(
+                    ctx,
+                    record.id,
+                    "ADD",
+                    replaced.text,
+                    record.text,
+                    reason=f"replaces {replaced.id}",
+                )
+            )
             self.repo.apply(ops)
-            return [MemoryChange(operation="SUPERSEDE", id=record.id, text=record.text, old_text=replaced.text)]
+            return [
+                MemoryChange(operation="SUPERSEDE", id=record.id, text=record.text, old_text=replaced.text)
+            ]
         ops += self.repo.put_ops(record)
         ops.append(self._history_op(ctx, record.id, "ADD", None, record.text, key=record.content_hash))
         self.repo.apply(ops)
         return [MemoryChange(operation="ADD", id=record.id, text=record.text)]
 
     def _forget(self, cand: Candidate, ctx: WriteContext, ops: list[PutOp]) -> list[MemoryChange]:
-        """Delete what a forget request is about: the memories that name the topic, the profile
-        field it refers to, else the single best match if it is clearly relevant."""
+        """Delete what a forget request is about.
+
+        That is: the memories that name the topic, the profile field it refers to, else the
+        single best match if it is clearly relevant.
+        """
         topic = cand.topic or cand.text
         targets: dict[str, MemoryRecord] = {}
         subject = subject_of_topic(topic)
@@ -309,7 +369,7 @@ class Writer:
         if not targets and hits:
             cal = calibrator_for(self.store)
             background = cal.background(topic) if cal else None
-            best, raw = max(hits, key=lambda h: h[1] if h[1] is not None else -1.0)
+            best, raw = max(hits, key=lambda h: -1.0 if h[1] is None else h[1])
             if cal and background and raw is not None and cal.relevance(raw, background) >= FORGET_RELEVANCE:
                 targets[best.id] = best
         if not targets:
@@ -317,5 +377,7 @@ class Writer:
         changes = []
         for record in targets.values():
             ops += self._delete_ops(record, ctx, reason=f"user asked to forget: {topic}")
-            changes.append(MemoryChange(operation="DELETE", id=record.id, text=record.text, reason="forget request"))
+            changes.append(
+                MemoryChange(operation="DELETE", id=record.id, text=record.text, reason="forget request")
+            )
         return changes

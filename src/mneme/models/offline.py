@@ -24,7 +24,9 @@ PREFIX = {"zh": "【离线演示模型】", "en": "[offline demo model] "}
 
 _ORDER_ID = re.compile(r"(?<![0-9A-Za-z])(\d{8,20})(?![0-9A-Za-z])")
 _RETURN = re.compile(r"退货|退款|退换|换货|return|refund", re.I)
-_STATUS = re.compile(r"发货|物流|快递到|到哪|到了吗|状态|shipped|shipping status|where is|track|status|arrive", re.I)
+_STATUS = re.compile(
+    r"发货|物流|快递到|到哪|到了吗|状态|shipped|shipping status|where is|track|status|arrive", re.I
+)
 _RECALL = re.compile(
     r"你记得|还记得|你知道我|关于我|我喜欢什么|我的.{0,6}是什么|我叫什么|what do you (?:remember|know) about me|do you remember|what(?:'s| is) my|what do i like",
     re.I,
@@ -46,7 +48,13 @@ def parse_memories(system: str) -> list[dict[str, str]]:
     out = []
     for line in (block.group(1) if block else "").splitlines():
         if m := _BULLET.match(line.strip()):
-            out.append({"who": m.group("who") or "", "kind": m.group("kind") or "", "text": m.group("text")})
+            out.append(
+                {
+                    "who": m.group("who") or "",
+                    "kind": m.group("kind") or "",
+                    "text": m.group("text"),
+                }
+            )
     return out
 
 
@@ -142,7 +150,12 @@ class OfflineChatModel(BaseChatModel):
         self, text: str, memories: list[dict[str, str]], tools: set[str], lang: str
     ) -> dict[str, Any] | None:
         def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
-            return {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+            return {
+                "name": name,
+                "args": args,
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "tool_call",
+            }
 
         if _RETURN.search(text) and "get_return_policy" in tools:
             order_id = self._order_id(text, memories)
@@ -174,7 +187,9 @@ class OfflineChatModel(BaseChatModel):
         if name == "lookup_order" and isinstance(data, dict):
             item = data.get("item" if zh else "item_en", data.get("item", ""))
             if zh:
-                status = {"shipped": "已发货", "delivered": "已签收", "processing": "正在备货"}.get(data.get("status", ""), data.get("status", ""))
+                status = {"shipped": "已发货", "delivered": "已签收", "processing": "正在备货"}.get(
+                    data.get("status", ""), data.get("status", "")
+                )
                 out = f"您的订单 {data['order_id']}（{item}）{status}"
                 if data.get("courier"):
                     out += f"，承运快递：{data['courier']}，运单号 {data.get('tracking', '—')}"
@@ -184,7 +199,14 @@ class OfflineChatModel(BaseChatModel):
                 out += f", carried by {data['courier']} (tracking {data.get('tracking', '-')})"
             return out + "."
         if name == "get_return_policy" and isinstance(data, dict):
-            courier = next((m["text"] for m in memories if "顺丰" in m["text"] or "shipping" in m["text"].lower() or "快递" in m["text"]), None)
+            courier = next(
+                (
+                    m["text"]
+                    for m in memories
+                    if "顺丰" in m["text"] or "shipping" in m["text"].lower() or "快递" in m["text"]
+                ),
+                None,
+            )
             item = data.get("item" if zh else "item_en", data.get("item", ""))
             if zh:
                 out = f"订单 {data['order_id']}（{item}）{data.get('policy_zh', data.get('policy', ''))}"
@@ -199,7 +221,11 @@ class OfflineChatModel(BaseChatModel):
             hits = data.get("memories", []) if isinstance(data, dict) else data
             if not hits:
                 return "我还没有关于您的记忆。" if zh else "I don't have any memories about you yet."
-            lines = "；".join(h.get("text", "") for h in hits) if zh else "; ".join(h.get("text", "") for h in hits)
+            lines = (
+                "；".join(h.get("text", "") for h in hits)
+                if zh
+                else "; ".join(h.get("text", "") for h in hits)
+            )
             return ("我记得：" if zh else "I remember: ") + lines
         return json.dumps(data, ensure_ascii=False)
 
@@ -208,7 +234,11 @@ class OfflineChatModel(BaseChatModel):
         if not text:
             return "请告诉我您需要什么帮助。" if zh else "Tell me what you need."
         if _FORGET.search(text):
-            return "好的，这部分信息我已经忘掉了，之后不会再用。" if zh else "Done: I have forgotten that and won't use it again."
+            return (
+                "好的，这部分信息我已经忘掉了，之后不会再用。"
+                if zh
+                else "Done: I have forgotten that and won't use it again."
+            )
         if _RECALL.search(text):
             if not memories:
                 return "我还没有关于您的记忆。" if zh else "I don't have any memories about you yet."
@@ -219,9 +249,7 @@ class OfflineChatModel(BaseChatModel):
             noted = "；".join(f.text for f in facts) if zh else "; ".join(f.text for f in facts)
             return f"好的，我记下了：{noted}。" if zh else f"Noted: {noted}."
         if _RETURN.search(text) or _STATUS.search(text):
-            return (
-                "可以帮您查询，请告诉我订单号。" if zh else "I can look that up: what is the order number?"
-            )
+            return "可以帮您查询，请告诉我订单号。" if zh else "I can look that up: what is the order number?"
         if _GREETING.match(text):
             return (
                 "您好！我是使用 mneme 记忆的离线演示助手，可以帮您查订单、记住您的偏好。"

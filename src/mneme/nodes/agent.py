@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from mneme.context import Context, context_of
 from mneme.models import resolve_model
 from mneme.nodes.build_context import counter_of, render
-from mneme.state import State
+from mneme.state import Node, State
 
 log = logging.getLogger("mneme.prompt")
 
@@ -35,9 +35,7 @@ def bound_model(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) ->
 _bound: dict[tuple[int, tuple[str, ...]], Runnable[Any, Any]] = {}
 
 
-def make_agent(
-    model: str | BaseChatModel | None, tools: Sequence[BaseTool]
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+def make_agent(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> Node:
     """Build the `agent` node for a model (None: the run's `Context.model`) and tools."""
 
     def agent(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

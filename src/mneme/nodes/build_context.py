@@ -45,7 +45,10 @@ def memory_block(memories: list[dict[str, Any]], ctx: Context, counter: TokenCou
         if counter.count(block) <= ctx.budget_memory:
             return block
         # Profile fields (score None) are kept longest; then the best-scored memories.
-        worst = min(range(len(kept)), key=lambda i: (kept[i].get("score") is None, kept[i].get("score") or 0))
+        worst = min(
+            range(len(kept)),
+            key=lambda i: (kept[i].get("score") is None, kept[i].get("score") or 0),
+        )
         kept.pop(worst)
     return ""
 
@@ -113,7 +116,7 @@ def build_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     block = memory_block(state.memories, ctx, counter)
     prompt = {"memory_block": block}
     probe = State(**{**state.__dict__, "prompt": prompt})
-    messages, usage = render(probe, ctx, counter)
+    _, usage = render(probe, ctx, counter)
     if ctx.debug:
         log.info(json.dumps({"stage": "build_context", "usage": usage}, ensure_ascii=False))
     return {"prompt": prompt, "token_usage": usage}

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage
-from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from mneme.context import Context, context_of
+from mneme.context import Context, context_of, thread_id
 from mneme.memory.api import Memory
 from mneme.memory.record import MemoryChange
-from mneme.state import State
+from mneme.state import Node, State
 
 log = logging.getLogger("mneme.extract")
 _background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mneme-extract")
@@ -59,7 +57,7 @@ def write_turn(
 
 def make_extract_memories(
     model: str | BaseChatModel | None,
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+) -> Node:
     """Build the `extract_memories` node for a model (None: the run's `Context.model`)."""
 
     def extract_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -68,13 +66,13 @@ def make_extract_memories(
         if ctx.extraction == "off" or runtime.store is None:
             return {"writes": []}
         spec = model if model is not None else (ctx.model or None)
-        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
+        thread = thread_id()
         messages = turn_messages(state)
         if ctx.extraction == "deferred":
-            future = _background.submit(write_turn, runtime.store, ctx, spec, messages, thread_id)
+            future = _background.submit(write_turn, runtime.store, ctx, spec, messages, thread)
             future.add_done_callback(_log_failure)
             return {"writes": [{"operation": "DEFERRED", "id": None, "text": ""}]}
-        changes = write_turn(runtime.store, ctx, spec, messages, thread_id)
+        changes = write_turn(runtime.store, ctx, spec, messages, thread)
         return {"writes": [c.model_dump() for c in changes]}
 
     return extract_memories

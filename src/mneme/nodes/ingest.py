@@ -7,10 +7,9 @@ import uuid
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage
-from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from mneme.context import Context, context_of
+from mneme.context import Context, context_of, thread_id
 from mneme.errors import InputError
 from mneme.memory.record import check_user, now_iso
 from mneme.memory.repo import Repo
@@ -20,7 +19,10 @@ from mneme.tokens import message_text
 TITLE_CHARS = 60
 
 _SLOT_PATTERNS: dict[str, re.Pattern[str]] = {
-    "order_id": re.compile(r"(?:订单号?|order\s*(?:number|no\.?|id|#)?)\s*(?:是|为|[:：#])?\s*([A-Za-z0-9-]*\d[A-Za-z0-9-]{5,})", re.I),
+    "order_id": re.compile(
+        r"(?:订单号?|order\s*(?:number|no\.?|id|#)?)\s*(?:是|为|[:：#])?\s*([A-Za-z0-9-]*\d[A-Za-z0-9-]{5,})",
+        re.I,
+    ),
     "date": re.compile(r"\d{4}[-/年]\d{1,2}[-/月]\d{1,2}日?|\d{1,2}月\d{1,2}[日号]"),
     "amount": re.compile(r"(?:¥|￥|\$|RMB\s?)\s?\d+(?:\.\d+)?|\d+(?:\.\d+)?\s?(?:元|块|dollars?|USD)", re.I),
     "phone": re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)"),
@@ -123,12 +125,12 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     updates["task"] = update_task(state.task, text)
     updates["participants"] = participants
     if runtime.store is not None:
-        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
-        if thread_id:
+        thread = thread_id()
+        if thread:
             repo = Repo(runtime.store)
             now = now_iso()
-            session = repo.session(user, thread_id) or {
-                "thread_id": thread_id,
+            session = repo.session(user, thread) or {
+                "thread_id": thread,
                 "user_id": user,
                 "created_at": now,
                 "title": text.strip().splitlines()[0][:TITLE_CHARS],
@@ -137,5 +139,5 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             session.update(updated_at=now, turns=int(session.get("turns", 0)) + 1)
             if state.group:
                 session["group"] = True
-            repo.put_session(user, thread_id, session)
+            repo.put_session(user, thread, session)
     return updates

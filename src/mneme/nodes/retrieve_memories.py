@@ -8,6 +8,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from mneme.context import Context, context_of
+from mneme.memory.record import MemoryHit, MemoryRecord
 from mneme.memory.repo import Repo
 from mneme.memory.search import SearchSettings, search
 from mneme.state import State
@@ -51,7 +52,9 @@ def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     refs: dict[str, str] = {}
     for person in people:
         who = person if group else ""
-        rows = [(r, None) for r in repo.list(person, ["profile"])[-PROFILE_LIMIT:]]
+        rows: list[tuple[MemoryRecord | MemoryHit, float | None]] = [
+            (r, None) for r in repo.records(person, ["profile"])[-PROFILE_LIMIT:]
+        ]
         rows += [(h, h.score) for h in search(runtime.store, person, query, settings)]
         for record, score in rows:
             ref = str(len(refs) + 1)

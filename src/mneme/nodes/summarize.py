@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
-from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from mneme import prompts
-from mneme.context import Context, context_of
+from mneme.context import Context, context_of, thread_id
 from mneme.memory.record import Source
 from mneme.memory.write import WriteContext, Writer
 from mneme.models import is_offline, resolve_model
 from mneme.nodes.build_context import counter_of
-from mneme.state import State
+from mneme.state import Node, State
 from mneme.tokens import TokenCounter, message_text
 from mneme.window import split_turns, turn_tokens
 
@@ -77,7 +76,9 @@ def extractive_summary(previous: str, lines: list[str], budget: int, counter: To
     return "\n".join(kept)
 
 
-def llm_summary(model: BaseChatModel, previous: str, lines: list[str], budget: int, counter: TokenCounter) -> str:
+def llm_summary(
+    model: BaseChatModel, previous: str, lines: list[str], budget: int, counter: TokenCounter
+) -> str:
     """Ask the model to fold the excerpt into the summary (prompt in `prompts.SUMMARIZE_PROMPT`)."""
     prompt = prompts.SUMMARIZE_PROMPT.format(
         max_words=max(30, budget // 2), summary=previous or "(none)", excerpt="\n".join(lines)
@@ -89,7 +90,9 @@ def llm_summary(model: BaseChatModel, previous: str, lines: list[str], budget: i
     return text
 
 
-def make_summarize(model: str | BaseChatModel | None) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+def make_summarize(
+    model: str | BaseChatModel | None,
+) -> Node:
     """Build the `summarize` node for a model (None: the run's `Context.model`)."""
 
     def summarize(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -112,13 +115,13 @@ def make_summarize(model: str | BaseChatModel | None) -> Callable[[State, Runtim
         else:
             summary = llm_summary(resolve_model(spec), state.summary, lines, ctx.budget_summary, counter)
         if runtime.store is not None and ctx.user_id:
-            thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
+            thread = thread_id()
             episodes = []
             for turn in removed:
                 text = "\n".join(excerpt([turn]))[:EPISODE_CHARS]
                 if text:
                     episodes.append((text, {"source": "summarized", "message_id": turn[0].id or ""}))
-            wctx = WriteContext(user_id=ctx.user_id, source=Source(thread_id=thread_id, actor="system"))
+            wctx = WriteContext(user_id=ctx.user_id, source=Source(thread_id=thread, actor="system"))
             Writer(runtime.store).add_verbatim(episodes, wctx)
         return {
             "summary": summary,

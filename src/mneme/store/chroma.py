@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import chromadb
 from chromadb.api import ClientAPI
@@ -94,9 +94,7 @@ def translate_filter(flt: dict[str, Any] | None) -> dict[str, Any] | None:
         elif isinstance(cond, bool | int | float | str):
             clauses.append({field: {"$eq": cond}})
         else:
-            raise InputError(
-                f"mneme: filter on {key!r} must be a scalar or an operator dict, got {cond!r}"
-            )
+            raise InputError(f"mneme: filter on {key!r} must be a scalar or an operator dict, got {cond!r}")
     if len(clauses) == 1:
         return clauses[0]
     return {"$and": clauses}
@@ -351,7 +349,7 @@ class ChromaStore(BaseStore):
                 if n == 0:
                     continue
                 res = col.query(
-                    query_embeddings=[qvec],
+                    query_embeddings=cast(Any, [qvec]),
                     n_results=min(n, want),
                     where=where,
                     include=["metadatas", "distances"],
@@ -406,9 +404,7 @@ class ChromaStore(BaseStore):
         self._refresh_registry(force=True)
         namespaces = [ns for ns, col in self._collections.items() if col.count() > 0]
         if op.match_conditions:
-            namespaces = [
-                ns for ns in namespaces if all(_matches(c, ns) for c in op.match_conditions)
-            ]
+            namespaces = [ns for ns in namespaces if all(_matches(c, ns) for c in op.match_conditions)]
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
         else:
@@ -434,7 +430,9 @@ def _matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
     path = tuple(cond.path)
     if len(ns) < len(path):
         return False
-    pairs = zip(ns, path, strict=False) if cond.match_type == "prefix" else zip(
-        reversed(ns), reversed(path), strict=False
+    pairs = (
+        zip(ns, path, strict=False)
+        if cond.match_type == "prefix"
+        else zip(reversed(ns), reversed(path), strict=False)
     )
     return all(p == "*" or a == p for a, p in pairs)

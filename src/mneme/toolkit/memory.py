@@ -22,7 +22,9 @@ def _refs(runtime: ToolRuntime[Any, Any]) -> dict[str, str]:
     return dict(refs or {})
 
 
-def _reply(runtime: ToolRuntime[Any, Any], payload: dict[str, Any], refs: dict[str, str] | None = None) -> Command[Any]:
+def _reply(
+    runtime: ToolRuntime[Any, Any], payload: dict[str, Any], refs: dict[str, str] | None = None
+) -> Command[Any]:
     update: dict[str, Any] = {
         "messages": [
             ToolMessage(
@@ -56,7 +58,9 @@ def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> Command[Any]:
     """
     ctx, user, store = tool_user(runtime)
     memory = Memory(store, context=ctx)
-    hits = memory.search(query, user_id=user, limit=ctx.retrieval_limit or 5, min_relevance=ctx.min_relevance / 2)
+    hits = memory.search(
+        query, user_id=user, limit=ctx.retrieval_limit or 5, min_relevance=ctx.min_relevance / 2
+    )
     refs = _refs(runtime)
     by_id = {v: k for k, v in refs.items()}
     shown = []
