@@ -168,7 +168,7 @@ def _order(clause: str, now: datetime) -> list[Candidate]:
 
 
 _ZH_LIKE = re.compile(
-    r"我(?:现在)?(?:也)?(?:很|特别|非常|最|比较|更|还是)?(?:喜欢|爱吃|爱喝|爱|偏好|偏爱)(?:吃|喝|用|坐|去)?([^，,。！!？?]{1,24})"
+    r"我(?:现在)?(?:也)?(?:很|特别|非常|最|比较|更|还是)?(?:喜欢|爱|偏好|偏爱)([^，,。！!？?]{1,24})"
 )
 _ZH_DISLIKE = re.compile(
     r"我(?:从来)?(?:不|不太|从不|不再)(?:喜欢|爱|吃|喝|能吃|能喝|用)([^，,。！!？?]{1,20})|我(?:很)?讨厌([^，,。！!？?]{1,20})|我对([^，,。！!？?]{1,12})过敏"
@@ -300,7 +300,7 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
                     evidence=clause,
                 )
             )
-    if m := re.search(r"\b(?:my name is|call me|I'm called)\s+([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)", clause):
+    if m := re.search(r"\b(?i:my name is|call me|i'm called)\s+([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)", clause):
         name = m.group(1)
         out.append(
             Candidate(

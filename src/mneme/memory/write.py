@@ -28,10 +28,12 @@ from mneme.memory.search import calibrator_for
 
 _ID_NS = uuid.UUID("6d6e656d-6500-4000-8000-6d656d6f7279")
 
-DUPLICATE_SIMILARITY = 0.95
-"""Raw similarity above which a candidate may be a duplicate (then also checked by text)."""
-CORRECTION_SIMILARITY = 0.85
-"""Raw similarity a correction needs with the memory it replaces."""
+DUPLICATE_RELEVANCE = 0.9
+"""Calibrated relevance (see `Calibrator`) above which a candidate may be a duplicate..."""
+DUPLICATE_TEXT_RATIO = 0.8
+"""...and how alike the two texts must also be, character by character."""
+CORRECTION_RELEVANCE = 0.5
+"""Calibrated relevance a correction needs with the memory it replaces."""
 FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
 
@@ -289,32 +291,23 @@ class Writer:
         else:
             similar = self.repo.search(ctx.user_id, text, kinds=[cand.kind], limit=5)
             cal = calibrator_for(self.store)
-            background = cal.background(text) if cal else None
-            for old, raw in similar:
+            background = cal.background(text) if cal and similar else None
+
+            def relevance(raw: float | None) -> float:
                 if raw is None:
-                    continue
-                close_text = difflib.SequenceMatcher(
-                    None, normalize_text(old.text), normalize_text(text)
-                ).ratio()
-                if raw >= DUPLICATE_SIMILARITY and close_text >= 0.8:
-                    return [
-                        MemoryChange(
-                            operation="NOOP",
-                            id=old.id,
-                            text=old.text,
-                            reason="a memory with the same meaning exists",
-                        )
-                    ]
+                    return 0.0
+                if cal is None or background is None:
+                    return raw
+                return cal.relevance(raw, background)
+
+            for old, raw in similar:
+                close_text = difflib.SequenceMatcher(None, normalize_text(old.text), normalize_text(text)).ratio()
+                if close_text >= DUPLICATE_TEXT_RATIO and relevance(raw) >= DUPLICATE_RELEVANCE:
+                    return [MemoryChange(operation="NOOP", id=old.id, text=old.text, reason="a memory with the same meaning exists")]
             if cand.action == "correct":
-                for old, raw in similar:
-                    relevant = (
-                        cal.relevance(raw, background) >= 0.5
-                        if cal and background and raw is not None
-                        else True
-                    )
-                    if raw is not None and raw >= CORRECTION_SIMILARITY and relevant:
-                        replaced = old
-                        break
+                best = max(similar, key=lambda s: relevance(s[1]), default=None)
+                if best is not None and relevance(best[1]) >= CORRECTION_RELEVANCE:
+                    replaced = best[0]
         if replaced is not None:
             now = now_iso()
             old = replaced.model_copy(update={"invalid_at": now, "superseded_by": record.id})

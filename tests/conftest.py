@@ -1,0 +1,54 @@
+"""Shared fixtures: stores on fake embeddings for unit tests, real homes for integration tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from mneme.memory.api import Memory
+from mneme.store.chroma import ChromaStore
+from tests.fakes import HashEmbeddings
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.pop("OPENAI_API_KEY", None)  # tests run offline, whatever the developer's shell has
+for _name in list(os.environ):
+    if _name.startswith("MNEME_"):
+        os.environ.pop(_name)
+
+
+@pytest.fixture
+def embeddings() -> HashEmbeddings:
+    return HashEmbeddings()
+
+
+@pytest.fixture
+def chroma_store(tmp_path: Path, embeddings: HashEmbeddings) -> ChromaStore:
+    return ChromaStore.open(str(tmp_path / "chroma"), index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]})
+
+
+@pytest.fixture
+def mem_store(embeddings: HashEmbeddings) -> InMemoryStore:
+    return InMemoryStore(index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]})
+
+
+@pytest.fixture
+def memory(chroma_store: ChromaStore) -> Memory:
+    return Memory(chroma_store)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    """A fresh home folder for the real embedded defaults."""
+    path = tmp_path / "home"
+    yield path
+    from mneme import home as home_mod
+
+    opened = home_mod._homes.get(path.resolve())
+    if opened is not None:
+        opened._refs = 1
+        opened.close()
