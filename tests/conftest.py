@@ -28,7 +28,9 @@ def embeddings() -> HashEmbeddings:
 
 @pytest.fixture
 def chroma_store(tmp_path: Path, embeddings: HashEmbeddings) -> ChromaStore:
-    return ChromaStore.open(str(tmp_path / "chroma"), index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]})
+    return ChromaStore.open(
+        str(tmp_path / "chroma"), index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]}
+    )
 
 
 @pytest.fixture

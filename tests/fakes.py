@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -27,7 +28,7 @@ class HashEmbeddings(Embeddings):
         text = text.lower()
         words = re.findall(r"[a-z0-9]+", text)
         cjk = re.findall(r"[\u4e00-\u9fff]", text)
-        return words + ["".join(p) for p in zip(cjk, cjk[1:], strict=False)] + cjk
+        return words + ["".join(p) for p in itertools.pairwise(cjk)] + cjk
 
     def _embed(self, text: str) -> list[float]:
         vec = np.zeros(self.dims, dtype=np.float32)
@@ -63,12 +64,15 @@ class ScriptedChatModel(GenericFakeChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> Any:
         self.seen.append(list(messages))
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
 def tool_call(name: str, args: dict[str, Any], call_id: str = "call_1") -> AIMessage:
     """An AI message that calls one tool."""
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}])
-
+    return AIMessage(
+        content="", tool_calls=[{"name": name, "args": args, "id": call_id, "type": "tool_call"}]
+    )

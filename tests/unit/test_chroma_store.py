@@ -44,7 +44,7 @@ def test_query_ranks_by_meaning_and_stays_in_namespace(chroma_store: ChromaStore
     chroma_store.put(("memories", "alice"), "car", {"text": "alice drives a red car"})
     chroma_store.put(("memories", "bob"), "tea", {"text": "bob likes green tea a lot"})
     hits = chroma_store.search(("memories", "alice"), query="green tea", limit=5)
-    assert [h.key for h in hits][0] == "tea"
+    assert next(h.key for h in hits) == "tea"
     assert all(h.namespace == ("memories", "alice") for h in hits)
     assert hits[0].score is not None and hits[0].score > hits[-1].score
     both = chroma_store.search(("memories",), query="green tea", limit=5)
@@ -54,8 +54,14 @@ def test_query_ranks_by_meaning_and_stays_in_namespace(chroma_store: ChromaStore
 def test_filters_run_inside_the_query(chroma_store: ChromaStore) -> None:
     ns = ("memories", "carol")
     for i in range(6):
-        chroma_store.put(ns, f"k{i}", {"text": f"fact number {i}", "importance": i / 10, "kind": "semantic" if i % 2 else "episodic"})
-    hits = chroma_store.search(ns, query="fact", filter={"kind": "semantic", "importance": {"$gte": 0.3}}, limit=10)
+        chroma_store.put(
+            ns,
+            f"k{i}",
+            {"text": f"fact number {i}", "importance": i / 10, "kind": "semantic" if i % 2 else "episodic"},
+        )
+    hits = chroma_store.search(
+        ns, query="fact", filter={"kind": "semantic", "importance": {"$gte": 0.3}}, limit=10
+    )
     assert sorted(h.key for h in hits) == ["k3", "k5"]
     listed = chroma_store.search(ns, filter={"kind": {"$in": ["episodic"]}}, limit=10)
     assert sorted(h.key for h in listed) == ["k0", "k2", "k4"]
@@ -80,13 +86,18 @@ def test_list_namespaces(chroma_store: ChromaStore) -> None:
     for user in ("u1", "u2"):
         chroma_store.put(("memories", user, "semantic"), "k", {"text": "x"})
     chroma_store.put(("sessions", "u1"), "t", {"title": "x"}, index=False)
-    assert chroma_store.list_namespaces(prefix=("memories",), max_depth=2) == [("memories", "u1"), ("memories", "u2")]
+    assert chroma_store.list_namespaces(prefix=("memories",), max_depth=2) == [
+        ("memories", "u1"),
+        ("memories", "u2"),
+    ]
     assert ("sessions", "u1") in chroma_store.list_namespaces()
 
 
 def test_batch_reads_its_own_writes_and_async(chroma_store: ChromaStore) -> None:
     ns = ("n", "s")
-    out = chroma_store.batch([PutOp(ns, "a", {"text": "1"}), GetOp(ns, "a"), PutOp(ns, "a", None), GetOp(ns, "a")])
+    out = chroma_store.batch(
+        [PutOp(ns, "a", {"text": "1"}), GetOp(ns, "a"), PutOp(ns, "a", None), GetOp(ns, "a")]
+    )
     assert out[1] is not None and out[1].value == {"text": "1"}
     assert out[3] is None
     got = asyncio.run(chroma_store.aget(ns, "a"))

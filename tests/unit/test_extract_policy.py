@@ -19,7 +19,10 @@ NOW = datetime(2024, 5, 8, 12, 0, tzinfo=UTC)
         ("麻烦以后都发顺丰。", [("profile", "shipping_preference", "SF_EXPRESS")]),
         ("From now on please ship with DHL", [("profile", "shipping_preference", "DHL")]),
         ("我叫王小明，我住在杭州", [("profile", "name", "王小明"), ("profile", "location", "杭州")]),
-        ("My name is Alice and I live in Berlin.", [("profile", "name", "Alice"), ("profile", "location", "Berlin")]),
+        (
+            "My name is Alice and I live in Berlin.",
+            [("profile", "name", "Alice"), ("profile", "location", "Berlin")],
+        ),
         ("我是一名程序员", [("profile", "occupation", "程序员")]),
         ("I work at Google", [("profile", "employer", "Google")]),
         ("我的邮箱是 wang@example.com", [("profile", "email", "wang@example.com")]),
@@ -56,10 +59,12 @@ def test_preferences_and_corrections(text: str, memory: str, action: str) -> Non
 @pytest.mark.parametrize("text", ["忘掉我的电话号码", "Please forget my phone number"])
 def test_forget_requests(text: str) -> None:
     [cand] = extract(text, now=NOW)
-    assert cand.action == "forget" and "电话" in cand.topic or "phone" in (cand.topic or "")
+    assert (cand.action == "forget" and "电话" in cand.topic) or "phone" in (cand.topic or "")
 
 
-@pytest.mark.parametrize("text", ["今天天气不错", "What's the weather like?", "谢谢！", "ok", "Can you help me?"])
+@pytest.mark.parametrize(
+    "text", ["今天天气不错", "What's the weather like?", "谢谢！", "ok", "Can you help me?"]
+)
 def test_small_talk_yields_nothing(text: str) -> None:
     assert extract(text, now=NOW) == []
 

@@ -28,7 +28,12 @@ def test_other_models_get_a_conservative_estimate() -> None:
 
 
 def test_encodings_load_without_network(tmp_path) -> None:
-    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"), "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+    env = {
+        **os.environ,
+        "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache"),
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+    }
     code = "from mneme.tokens import get_encoding; print(len(get_encoding('cl100k_base').encode('你好世界')))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -40,10 +45,26 @@ def _thread() -> list:
     for i in range(6):
         msgs.append(HumanMessage(content=f"question {i} " * 20, id=f"h{i}"))
         if i % 2:
-            msgs.append(AIMessage(content="", id=f"c{i}", tool_calls=[
-                {"name": "lookup_order", "args": {"order_id": str(i)}, "id": f"t{i}a", "type": "tool_call"},
-                {"name": "lookup_order", "args": {"order_id": str(i + 1)}, "id": f"t{i}b", "type": "tool_call"},
-            ]))
+            msgs.append(
+                AIMessage(
+                    content="",
+                    id=f"c{i}",
+                    tool_calls=[
+                        {
+                            "name": "lookup_order",
+                            "args": {"order_id": str(i)},
+                            "id": f"t{i}a",
+                            "type": "tool_call",
+                        },
+                        {
+                            "name": "lookup_order",
+                            "args": {"order_id": str(i + 1)},
+                            "id": f"t{i}b",
+                            "type": "tool_call",
+                        },
+                    ],
+                )
+            )
             msgs.append(ToolMessage(content="result " * 30, tool_call_id=f"t{i}a", id=f"r{i}a"))
             msgs.append(ToolMessage(content="result " * 30, tool_call_id=f"t{i}b", id=f"r{i}b"))
         msgs.append(AIMessage(content=f"answer {i} " * 20, id=f"a{i}"))

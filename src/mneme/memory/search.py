@@ -6,6 +6,7 @@ import json
 import math
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -115,49 +116,58 @@ def expired(record: MemoryRecord, now: datetime) -> bool:
         return False
 
 
-def search(store: BaseStore, user_id: str, query: str, settings: SearchSettings) -> list[MemoryHit]:
+def search(
+    store: BaseStore,
+    user_id: str,
+    query: str | Sequence[tuple[str, float]],
+    settings: SearchSettings,
+) -> list[MemoryHit]:
     """Search one user's memories.
 
     Args:
         store: Any LangGraph store.
         user_id: Whose memories; the search never leaves this user's namespaces.
-        query: What to look for.
+        query: What to look for; or several `(text, weight)` queries (the new input, then
+            earlier turns with lower weights) whose results are fused by weighted relevance.
+            Each text is embedded on its own, so the earlier turns' vectors come from the
+            embedding cache and a long conversation costs one short embedding per turn.
         settings: Limits, filters and weights.
 
     Returns:
         Hits, best first, each with its final score.
     """
+    queries = [(query, 1.0)] if isinstance(query, str) else [(q, w) for q, w in query if q.strip()]
     repo = Repo(store)
-    found = repo.search(
-        user_id,
-        query,
-        kinds=settings.kinds,
-        limit=max(settings.limit * settings.overfetch, settings.limit),
-        filters=settings.filters,
-        include_history=settings.include_history,
-    )
-    if not found:
-        return []
-    now = datetime.now(UTC)
     cal = calibrator_for(store)
-    background = cal.background(query) if cal is not None else None
+    now = datetime.now(UTC)
+    best: dict[tuple[str, bool], tuple[float, MemoryRecord]] = {}
+    for text, weight in queries:
+        found = repo.search(
+            user_id,
+            text,
+            kinds=settings.kinds,
+            limit=max(settings.limit * settings.overfetch, settings.limit),
+            filters=settings.filters,
+            include_history=settings.include_history,
+        )
+        if not found:
+            continue
+        background = cal.background(text) if cal is not None else None
+        for record, raw in found:
+            if raw is None:  # a store without vectors: nothing to rank by but recency
+                relevance = 0.5
+            elif cal is not None and background is not None:
+                relevance = cal.relevance(raw, background)
+            else:
+                relevance = max(0.0, min(1.0, raw))
+            key = (record.id, record.current)
+            relevance *= weight
+            if key not in best or relevance > best[key][0]:
+                best[key] = (relevance, record)
     w_rel = 1.0 - settings.w_recency - settings.w_importance
     hits: list[tuple[float, MemoryHit]] = []
-    seen: set[tuple[str, bool]] = set()
-    for record, raw in found:
-        if expired(record, now):
-            continue
-        key = (record.id, record.current)
-        if key in seen:
-            continue
-        seen.add(key)
-        if raw is None:  # a store without vectors: nothing to rank by but recency
-            relevance = 0.5
-        elif cal is not None and background is not None:
-            relevance = cal.relevance(raw, background)
-        else:
-            relevance = max(0.0, min(1.0, raw))
-        if relevance < settings.min_relevance:
+    for relevance, record in best.values():
+        if relevance < settings.min_relevance or expired(record, now):
             continue
         recency = 0.5 ** (_age_days(record, now) / settings.half_life_days)
         score = w_rel * relevance + settings.w_recency * recency + settings.w_importance * record.importance

@@ -301,9 +301,18 @@ class Writer:
                 return cal.relevance(raw, background)
 
             for old, raw in similar:
-                close_text = difflib.SequenceMatcher(None, normalize_text(old.text), normalize_text(text)).ratio()
+                close_text = difflib.SequenceMatcher(
+                    None, normalize_text(old.text), normalize_text(text)
+                ).ratio()
                 if close_text >= DUPLICATE_TEXT_RATIO and relevance(raw) >= DUPLICATE_RELEVANCE:
-                    return [MemoryChange(operation="NOOP", id=old.id, text=old.text, reason="a memory with the same meaning exists")]
+                    return [
+                        MemoryChange(
+                            operation="NOOP",
+                            id=old.id,
+                            text=old.text,
+                            reason="a memory with the same meaning exists",
+                        )
+                    ]
             if cand.action == "correct":
                 best = max(similar, key=lambda s: relevance(s[1]), default=None)
                 if best is not None and relevance(best[1]) >= CORRECTION_RELEVANCE:

@@ -58,6 +58,18 @@ def parse_memories(system: str) -> list[dict[str, str]]:
     return out
 
 
+def parse_task(system: str) -> dict[str, Any]:
+    """Read the `<task_state>` block of a system prompt."""
+    block = re.search(r"<task_state>\s*(\{.*?\})\s*</task_state>", system, re.S)
+    if not block:
+        return {}
+    try:
+        data = json.loads(block.group(1))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def _system_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(message_text(m) for m in messages if isinstance(m, SystemMessage))
 
@@ -117,6 +129,7 @@ class OfflineChatModel(BaseChatModel):
         user_text = re.sub(r"<memories>.*?</memories>", "", user_text, flags=re.S).strip()
         lang = _lang(user_text or _system_text(messages))
         memories = parse_memories(_memory_context(messages))
+        slots = parse_task(_system_text(messages)).get("slots") or {}
         if messages and isinstance(messages[-1], ToolMessage):
             results = []
             for m in reversed(messages):
@@ -124,7 +137,7 @@ class OfflineChatModel(BaseChatModel):
                     break
                 results.append(m)
             return self._say(lang, self._from_tools(list(reversed(results)), memories, lang))
-        call = self._tool_call(user_text, memories, tools, lang)
+        call = self._tool_call(user_text, memories, tools, str(slots.get("order_id", "")))
         if call is not None:
             return AIMessage(content="", tool_calls=[call])
         return self._say(lang, self._chat(user_text, memories, lang))
@@ -132,9 +145,11 @@ class OfflineChatModel(BaseChatModel):
     def _say(self, lang: str, text: str) -> AIMessage:
         return AIMessage(content=PREFIX[lang] + text)
 
-    def _order_id(self, text: str, memories: list[dict[str, str]]) -> str | None:
+    def _order_id(self, text: str, memories: list[dict[str, str]], slot: str = "") -> str | None:
         if m := _ORDER_ID.search(text):
             return m.group(1)
+        if slot:  # the order this conversation is about (task state)
+            return slot
         # "that headset I bought": find the remembered order whose item the user mentions.
         words = set(re.findall(r"[\u4e00-\u9fff]{2}|[a-z]{3,}", text.lower()))
         best: tuple[int, str] | None = None
@@ -147,7 +162,7 @@ class OfflineChatModel(BaseChatModel):
         return best[1] if best else None
 
     def _tool_call(
-        self, text: str, memories: list[dict[str, str]], tools: set[str], lang: str
+        self, text: str, memories: list[dict[str, str]], tools: set[str], slot: str
     ) -> dict[str, Any] | None:
         def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
             return {
@@ -158,15 +173,15 @@ class OfflineChatModel(BaseChatModel):
             }
 
         if _RETURN.search(text) and "get_return_policy" in tools:
-            order_id = self._order_id(text, memories)
+            order_id = self._order_id(text, memories, slot)
             if order_id:
                 return call("get_return_policy", {"order_id": order_id})
         if _STATUS.search(text) and "lookup_order" in tools:
-            order_id = self._order_id(text, memories)
+            order_id = self._order_id(text, memories, slot)
             if order_id:
                 return call("lookup_order", {"order_id": order_id})
         if _RECALL.search(text) and not memories and "search_memory" in tools:
-            return call("search_memory", {"query": text})
+            return call("search_memory", {"query": ""})  # "what do you know about me": the top memories
         return None
 
     def _from_tools(self, results: list[ToolMessage], memories: list[dict[str, str]], lang: str) -> str:

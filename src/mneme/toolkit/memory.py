@@ -54,23 +54,32 @@ def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> Command[Any]:
     """Search what you remember about the current user.
 
     Args:
-        query: What to look for, in any language.
+        query: What to look for, in any language. Empty: the user's most important memories
+            (for "what do you know about me?").
     """
     ctx, user, store = tool_user(runtime)
     memory = Memory(store, context=ctx)
-    hits = memory.search(
-        query, user_id=user, limit=ctx.retrieval_limit or 5, min_relevance=ctx.min_relevance / 2
-    )
+    limit = ctx.retrieval_limit or 5
+    if query.strip():
+        found = [
+            (h.id, h.text, h.kind)
+            for h in memory.search(query, user_id=user, limit=limit, min_relevance=ctx.min_relevance / 2)
+        ]
+    else:
+        records = sorted(
+            memory.get_all(user_id=user), key=lambda r: (r.importance, r.updated_at), reverse=True
+        )
+        found = [(r.id, r.text, r.kind) for r in records[:limit]]
     refs = _refs(runtime)
     by_id = {v: k for k, v in refs.items()}
     shown = []
-    for hit in hits:
-        ref = by_id.get(hit.id)
+    for memory_id, text, kind in found:
+        ref = by_id.get(memory_id)
         if ref is None:
             ref = str(len(refs) + 1)
-            refs[ref] = hit.id
-            by_id[hit.id] = ref
-        shown.append({"ref": int(ref), "text": hit.text[: ctx.memory_max_chars * 2], "kind": hit.kind})
+            refs[ref] = memory_id
+            by_id[memory_id] = ref
+        shown.append({"ref": int(ref), "text": text[: ctx.memory_max_chars * 2], "kind": kind})
     return _reply(runtime, {"memories": shown}, refs)
 
 

