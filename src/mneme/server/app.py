@@ -1,0 +1,90 @@
+"""`create_app`: the FastAPI app serving the REST routes, `/healthz` and the admin page."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import metadata
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from mneme.errors import ConfigError, HomeLockedError, InputError, MnemeError, NotFoundError
+from mneme.server.auth import KeyRing
+from mneme.server.backend import Backend
+from mneme.server.routes import router
+from mneme.server.schemas import Health
+
+STATIC = Path(__file__).with_name("static")
+
+_STATUS: list[tuple[type[MnemeError], int]] = [
+    (InputError, 422),
+    (NotFoundError, 404),
+    (HomeLockedError, 503),
+    (ConfigError, 500),
+    (MnemeError, 400),
+]
+
+
+async def _mneme_error(request: Request, exc: Exception) -> JSONResponse:
+    """One JSON line for an error mneme raised on purpose (bad input, unknown id, ...)."""
+    code = next((c for cls, c in _STATUS if isinstance(exc, cls)), 400)
+    return JSONResponse({"detail": str(exc).removeprefix("mneme: ")}, status_code=code)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("mneme")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def create_app(backend: Backend, *, keys: KeyRing | None = None) -> FastAPI:
+    """The HTTP app over one memory backend.
+
+    Args:
+        backend: Where memories live (`HomeBackend` for `mneme serve`,
+            `LangGraphServerBackend` inside the LangGraph server).
+        keys: Accepted API keys (default: from `MNEME_API_KEY` / `MNEME_API_KEYS`).
+
+    Returns:
+        A FastAPI app: `/v1/...` REST routes, `/healthz`, and the admin page at `/admin`.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await backend.close()
+
+    app = FastAPI(
+        title="mneme",
+        version=_version(),
+        summary="Long-term memory of LangGraph agents: see, correct, delete and export it.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/v1/openapi.json",
+    )
+    app.state.mneme_backend = backend
+    app.state.mneme_keys = keys if keys is not None else KeyRing.from_env()
+    for cls, _ in _STATUS:
+        app.add_exception_handler(cls, _mneme_error)
+    app.include_router(router)
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    async def healthz() -> Health:
+        """Liveness: the app answers (no key needed)."""
+        return Health(status="ok", version=_version())
+
+    @app.get("/admin", include_in_schema=False)
+    async def admin() -> FileResponse:
+        """The admin page (the API key is typed into the page, never put in the URL)."""
+        return FileResponse(STATIC / "admin.html", headers={"Cache-Control": "no-store"})
+
+    app.mount("/admin/static", StaticFiles(directory=STATIC), name="admin-static")
+    return app
+
+
+__all__ = ["create_app"]
