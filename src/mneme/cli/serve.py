@@ -1,0 +1,85 @@
+"""`mneme serve` (the HTTP app on its own) and `mneme mcp` (the MCP server over stdio)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mneme.cli.common import HomeOpt, UserOpt, app, err, guarded
+
+ChromaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--chroma-url",
+        envvar="MNEME_CHROMA_URL",
+        help="Use a Chroma server (shared by several processes) instead of the home's embedded store.",
+    ),
+]
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 8000,
+    home: HomeOpt = None,
+    chroma_url: ChromaOpt = None,
+) -> None:
+    """Serve the REST routes and the admin page (/admin) of a home's memory.
+
+    Keys come from MNEME_API_KEY (every user) and MNEME_API_KEYS ("KEY=USER,USER; KEY2=*");
+    with neither set, a key is generated for this run and printed.
+    """
+
+    def start() -> None:
+        import uvicorn
+
+        from mneme.memory.api import Memory
+        from mneme.server.app import create_app
+        from mneme.server.auth import KeyRing
+        from mneme.server.backend import HomeBackend
+
+        keys = KeyRing.from_env()
+        generated = None
+        if keys.empty:
+            keys, generated = KeyRing.generated()
+        memory = Memory.open(home, chroma_url=chroma_url)  # fail now if the home is in use
+        shown = "localhost" if host in ("0.0.0.0", "::") else host
+        err.print(
+            f"mneme: serving http://{shown}:{port}  ·  admin page http://{shown}:{port}/admin",
+            highlight=False,
+        )
+        if generated:
+            err.print(
+                f"mneme: API key for this run (set MNEME_API_KEY to choose one): {generated}", highlight=False
+            )
+        uvicorn.run(
+            create_app(HomeBackend(memory=memory), keys=keys), host=host, port=port, log_level="warning"
+        )
+
+    guarded(start)
+
+
+@app.command("mcp")
+def mcp_command(user: UserOpt, home: HomeOpt = None, chroma_url: ChromaOpt = None) -> None:
+    """Serve one user's memory to another agent over MCP (stdio): search, save, forget, list.
+
+    Configure it in an MCP client as the command `mneme mcp --user U`.
+    """
+
+    def start() -> None:
+        import asyncio
+
+        from mneme.mcp_server import serve_stdio
+        from mneme.memory.aio import AsyncMemory
+        from mneme.memory.api import Memory
+        from mneme.memory.record import check_user
+
+        check_user(user)
+        memory = AsyncMemory(Memory.open(home, chroma_url=chroma_url))
+        try:
+            asyncio.run(serve_stdio(memory, user))
+        finally:
+            memory.close()
+
+    guarded(start)

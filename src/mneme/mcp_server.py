@@ -1,0 +1,130 @@
+"""An MCP server over stdio: another agent searches, saves and forgets one user's memories."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from mneme.errors import MnemeError
+from mneme.memory.aio import AsyncMemory
+from mneme.memory.record import Kind, MemoryChange, MemoryHit, check_user
+
+INSTRUCTIONS = (
+    "Long-term memory of one user ({user}). Search it before answering questions about the "
+    "user's preferences, facts or past events; save what the user asks you to remember or "
+    "states about themselves; forget a memory when the user asks. Memories are in the user's "
+    "own language; search works across languages."
+)
+
+
+class Found(BaseModel):
+    """Memories found by meaning, best first."""
+
+    items: list[MemoryHit]
+
+
+class Listed(BaseModel):
+    """One current memory, in short."""
+
+    id: str
+    kind: Kind
+    text: str
+    updated_at: str
+
+
+class Listing(BaseModel):
+    """Current memories, oldest first."""
+
+    items: list[Listed]
+    total: int
+    """How many current memories the user has (the list may be cut at `limit`)."""
+
+
+def build_server(memory: AsyncMemory, user_id: str) -> MCPServer:
+    """An MCP server whose tools work on one user's memory.
+
+    The user is fixed when the server starts (`mneme mcp --user U`): no tool takes a user
+    argument, so the calling agent can never reach another user's memories.
+
+    Args:
+        memory: The memory to serve.
+        user_id: The only user the tools can read or change.
+
+    Returns:
+        The server; run it with `run_stdio_async()`.
+    """
+    user = check_user(user_id)
+    server: MCPServer = MCPServer(
+        name="mneme",
+        title="mneme memory",
+        instructions=INSTRUCTIONS.format(user=user),
+        log_level="WARNING",
+    )
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def search_memory(
+        query: Annotated[str, Field(description="What to look for, in any language.")],
+        limit: Annotated[int, Field(ge=1, le=50, description="At most this many memories.")] = 5,
+    ) -> Found:
+        """Search the user's long-term memory by meaning; returns memories with ids and scores."""
+        try:
+            return Found(items=await memory.search(query, user_id=user, limit=limit))
+        except MnemeError as exc:
+            raise ToolError(str(exc).removeprefix("mneme: ")) from exc
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    )
+    async def save_memory(
+        text: Annotated[str, Field(description="The memory, in the user's own words and language.")],
+        kind: Annotated[
+            Kind,
+            Field(description="semantic: a fact or preference; episodic: an event; profile: a keyed field."),
+        ] = "semantic",
+    ) -> MemoryChange:
+        """Remember something about the user. Duplicates are not stored twice; a changed fact replaces the old one."""
+        try:
+            return await memory.save(text, user_id=user, kind=kind, actor="agent")
+        except MnemeError as exc:
+            raise ToolError(str(exc).removeprefix("mneme: ")) from exc
+
+    @server.tool(
+        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+    )
+    async def forget_memory(
+        memory_id: Annotated[
+            str, Field(description="The id of the memory, from search_memory or list_memories.")
+        ],
+    ) -> MemoryChange:
+        """Forget one memory of the user (its text is also removed from the memory's history)."""
+        try:
+            return await memory.delete(memory_id, user_id=user)
+        except MnemeError as exc:
+            raise ToolError(str(exc).removeprefix("mneme: ")) from exc
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def list_memories(
+        kind: Annotated[Kind | None, Field(description="Only memories of this kind.")] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="At most this many memories.")] = 50,
+    ) -> Listing:
+        """List the user's current memories, oldest first."""
+        try:
+            records = await memory.get_all(user_id=user, kinds=[kind] if kind else None)
+        except MnemeError as exc:
+            raise ToolError(str(exc).removeprefix("mneme: ")) from exc
+        items = [Listed(id=r.id, kind=r.kind, text=r.text, updated_at=r.updated_at) for r in records[:limit]]
+        return Listing(items=items, total=len(records))
+
+    return server
+
+
+async def serve_stdio(memory: AsyncMemory, user_id: str) -> None:
+    """Serve one user's memory over stdin/stdout until the client closes the connection."""
+    await build_server(memory, user_id).run_stdio_async()
+
+
+__all__ = ["build_server", "serve_stdio"]
