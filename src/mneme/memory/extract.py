@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from mneme.memory.record import Kind
+from mneme.memory.when import EN_TIME, ZH_TIME, resolve
 
 Action = Literal["add", "correct", "forget"]
 
@@ -32,8 +33,11 @@ class Candidate:
     """For corrections and forget requests: what the statement is about (used to find the
     memory to supersede or delete)."""
     evidence: str = ""
-    """The clause the candidate was read from."""
+    """The words the candidate was read from."""
     tags: list[str] = field(default_factory=list)
+    target: str | None = None
+    """The id of the memory this candidate replaces or deletes, when the extractor knows it
+    (an LLM naming an existing memory); None lets reconciliation find it."""
 
 
 COURIERS: dict[str, tuple[str, str]] = {
@@ -60,12 +64,34 @@ COURIERS: dict[str, tuple[str, str]] = {
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _CLAUSE_SPLIT = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
 _ZH_PREFIX = re.compile(
-    r"^(?:你好|您好|嗨|哈喽|hi|hello|嗯|哦|对了|另外|还有|然后|麻烦你?|请)[，,！!\s]*", re.I
+    r"^(?:你好|您好|嗨|哈喽|hi|hello|hey|嗯+|哦+|对了|另外|还有|然后|麻烦你?|请|oh|well|so|yeah|wow|haha)[，,！!\s]*",
+    re.I,
 )
 _EN_COURIERS = "|".join(re.escape(k) for k in COURIERS if not _CJK.search(k))
 _ZH_COURIERS = "|".join(re.escape(k) for k in COURIERS if _CJK.search(k) or k == "ems")
 
 _RELATIVE_DAYS = {"今天": 0, "昨天": 1, "前天": 2, "today": 0, "yesterday": 1}
+
+_ZH_SELF = r"(?:我|^|(?<=[，,、]))"
+"""Where a Chinese statement about the speaker starts: after 我, or with the subject left out
+(at the start of a clause or after a comma, as Chinese often does)."""
+_ZH_OTHERS = re.compile(
+    r"^(?:我(?:的)?(?:朋友|妈妈?|爸爸?|母亲|父亲|老婆|老公|丈夫|妻子|女儿|儿子|孩子|同事|老板|领导|哥哥?|姐姐?|弟弟?|妹妹?|家人|"
+    r"男朋友|女朋友|室友|邻居|同学|爷爷|奶奶)|他|她|它|你|您|大家|别人|有人|我们)"
+)
+"""A Chinese clause that is about someone else, not the speaker."""
+_ZH_QUESTION = re.compile(
+    r"[吗呢嘛？?]|什么|怎么|为什么|几[点个号天]|多少|哪[里儿个些]|是不是|能不能|可不可以|要不要"
+)
+_HYPOTHETICAL = re.compile(
+    r"如果|要是|假如|假设|万一|的话|\bif\b|\bwould\b|\bcould\b|\bmight\b|\bmaybe\b|\bwonder", re.I
+)
+_ZH_ADV = r"(?:现在|平时|一般|一直|向来|从小|比较|很|特别|非常|最|更|还是|也|都|真的|超|蛮|挺|还|其实|本来|就|相当|尤其|确实)"
+_EN_ADV = (
+    r"(?:really|also|now|still|usually|always|generally|just|actually|definitely|totally|do|absolutely|"
+    r"mostly|often|truly|especially|so|kind of|sort of|honestly|personally|certainly)"
+)
+_OBJ_END = r"(?=\s+(?:and|but|because|so|since|though|although|which)\s+(?:I|i|I'm|it)\b|[,.;!?]|$)"
 
 
 def is_chinese(text: str) -> bool:
@@ -78,14 +104,33 @@ def clauses(text: str) -> list[str]:
     """Split a message into clauses small enough for patterns."""
     out = []
     for part in _CLAUSE_SPLIT.split(text[:MAX_EXTRACT_CHARS]):
-        part = _ZH_PREFIX.sub("", part.strip())
+        part = part.strip()
+        while True:
+            stripped = _ZH_PREFIX.sub("", part)
+            if stripped == part:
+                break
+            part = stripped
         if part:
             out.append(part)
     return out
 
 
+def segments(clause: str) -> list[str]:
+    """The comma-separated parts of a clause (and English "..., and I ..." parts)."""
+    parts = re.split(r"[，,；;、]|\s+(?:and|but|so)\s+(?=I\b)", clause)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
 def _clean(value: str) -> str:
-    return value.strip(" \t,，。.!！?？;；:：'\"“”‘’")
+    value = value.strip(" \t,，。.!！?？;；:：'\"“”‘’")
+    return re.sub(r"(?:了|吧|啊|呀|呢|哦|啦|哈|的)+$", "", value).strip() or value
+
+
+def _en_clean(value: str) -> str:
+    value = _clean(value)
+    return re.sub(
+        r"\s+(?:now|these days|nowadays|anymore|any more|a lot|very much|so much|too)$", "", value, flags=re.I
+    )
 
 
 def _date_of(text: str, now: datetime) -> str | None:
@@ -95,29 +140,57 @@ def _date_of(text: str, now: datetime) -> str | None:
     return None
 
 
+def _asked(clause: str, pos: int) -> bool:
+    """Whether the comma-separated part of a clause around `pos` is a question."""
+    start = max(clause.rfind(c, 0, pos) for c in "，,；;") + 1
+    ends = [i for i in (clause.find(c, pos) for c in "，,；;") if i >= 0]
+    part = clause[start : min(ends) if ends else len(clause)]
+    return bool(_ZH_QUESTION.search(part)) if is_chinese(part) else "?" in part
+
+
+def _owner_ok(clause: str) -> bool:
+    """Whether a Chinese clause is (or may be) about the speaker rather than someone else."""
+    return not _ZH_OTHERS.match(clause)
+
+
+def _my(text: str) -> str:
+    """Third-person form of an English memory about the speaker."""
+    text = re.sub(r"\bmy\b", "their", text, flags=re.I)
+    text = re.sub(r"\bmyself\b", "themselves", text, flags=re.I)
+    return re.sub(r"\bme\b", "them", text, flags=re.I)
+
+
 Rule = Callable[[str, datetime], list[Candidate]]
+
+
+# -- shipping, orders ----------------------------------------------------------------------
 
 
 def _shipping(clause: str, now: datetime) -> list[Candidate]:
     zh = re.search(
-        rf"(以后|今后|默认|一律|每次|下次|往后|都)[^，。]*?(?:发|用|走|寄|选)\s*({_ZH_COURIERS})",
+        rf"(以后|今后|默认|一律|每次|下次|往后|都)[^，。]*?(?:发|用|走|寄|选)\s*({_ZH_COURIERS})"
+        rf"|(?:快递|物流)[^，。]*?(?:改成|改为|换成|改用|用|走|发)\s*({_ZH_COURIERS})",
         clause,
         re.I,
     )
     en = re.search(
         rf"\b(always|from now on|in future|in the future|by default|next time|going forward)\b"
-        rf"[^.]*?\b(?:ship|send|deliver|use)\w*\b[^.]*?\b({_EN_COURIERS})\b",
+        rf"[^.]*?\b(?:ship|send|deliver|use)\w*\b[^.]*?\b({_EN_COURIERS})\b"
+        rf"|\b(?:change|switch|set|update)\b[^.]*?\b(?:shipping|courier|carrier|delivery)\b[^.]*?\b(?:to|with)\s+({_EN_COURIERS})\b",
         clause,
         re.I,
     )
     if zh:
-        code, name = COURIERS[zh.group(2).lower()]
+        code, name = COURIERS[(zh.group(2) or zh.group(3)).lower()]
         text = f"快递偏好：以后都发{name}"
+        match: re.Match[str] = zh
     elif en:
-        code, name = COURIERS[en.group(2).lower()]
+        code, name = COURIERS[(en.group(2) or en.group(3)).lower()]
         text = f"Prefers shipping with {name}"
+        match = en
     else:
         return []
+    correct = bool(re.search(r"改成|改为|换成|改用|\bchange|\bswitch", match.group(0), re.I))
     return [
         Candidate(
             kind="profile",
@@ -125,7 +198,9 @@ def _shipping(clause: str, now: datetime) -> list[Candidate]:
             subject="shipping_preference",
             value=code,
             importance=0.8,
-            evidence=clause,
+            action="correct" if correct else "add",
+            evidence=match.group(0),
+            tags=["preference"],
         )
     ]
 
@@ -167,113 +242,190 @@ def _order(clause: str, now: datetime) -> list[Candidate]:
     ]
 
 
+# -- preferences and dislikes --------------------------------------------------------------
+
 _ZH_LIKE = re.compile(
-    r"我(?:现在)?(?:也)?(?:很|特别|非常|最|比较|更|还是)?(?:喜欢|爱|偏好|偏爱)([^，,。！!？?]{1,24})"
+    rf"{_ZH_SELF}{_ZH_ADV}{{0,3}}(喜欢|爱吃|爱喝|爱看|爱玩|热爱|偏好|偏爱|钟爱|爱)([^，,。！!？?；;]{{1,24}})"
 )
 _ZH_DISLIKE = re.compile(
-    r"我(?:从来)?(?:不|不太|从不|不再)(?:喜欢|爱|吃|喝|能吃|能喝|用)([^，,。！!？?]{1,20})|我(?:很)?讨厌([^，,。！!？?]{1,20})|我对([^，,。！!？?]{1,12})过敏"
+    rf"{_ZH_SELF}{_ZH_ADV}{{0,2}}(?:(不再|从不|从来不|不太|不)(喜欢|爱|吃|喝|能吃|能喝|用|碰)([^，,。！!？?；;]{{1,20}})"
+    rf"|(讨厌|受不了|反感)([^，,。！!？?；;]{{1,20}})|对([^，,。！!？?；;]{{1,12}})过敏)"
+)
+_ZH_DIET = re.compile(
+    rf"{_ZH_SELF}(?:是|吃)(?:一[个名])?(素食主义者|纯素食者|素食者|吃素的|素)(?=[，,。！!]|的|$)"
 )
 _EN_LIKE = re.compile(
-    r"\bI(?: really| also| now| still)?\s+(?:like|love|enjoy|prefer|adore)\s+([^,.;!?]{2,60})", re.I
+    rf"\bI(?:\s+{_EN_ADV})*\s+(like|love|enjoy|prefer|adore)\s+([^,.;!?]{{2,60}}?){_OBJ_END}", re.I
 )
 _EN_DISLIKE = re.compile(
-    r"\bI\s+(?:don't|do not|never|no longer|can't|cannot)\s+(?:like|eat|drink|enjoy|stand)\s+([^,.;!?]{2,60})"
-    r"|\bI\s+(?:hate|dislike)\s+([^,.;!?]{2,60})|\bI(?:'m| am)\s+allergic to\s+([^,.;!?]{2,60})",
+    rf"\bI(?:\s+{_EN_ADV})*\s+(don't|do not|never|no longer|can't|cannot|won't)\s+(like|eat|drink|enjoy|stand|use)\s+([^,.;!?]{{2,60}}?){_OBJ_END}"
+    rf"|\bI(?:\s+{_EN_ADV})*\s+(hate|dislike|detest)\s+([^,.;!?]{{2,60}}?){_OBJ_END}"
+    rf"|\bI(?:'m| am)\s+(?:very\s+|severely\s+|badly\s+)?allergic to\s+([^,.;!?]{{2,60}}?){_OBJ_END}"
+    rf"|\bI(?:'m| am) not (?:a (?:big )?fan of|into)\s+([^,.;!?]{{2,60}}?){_OBJ_END}",
     re.I,
 )
+_EN_DIET = re.compile(r"\bI(?:'m| am)\s+(?:a\s+|an\s+)?(?:strict\s+)?(vegetarian|vegan|pescatarian)\b", re.I)
 _CORRECTION = re.compile(
-    r"不再|改成|改为|换成|现在更|现在改|其实.*更|\bactually\b|\bno longer\b|\bnow prefer|\binstead\b|\bchanged? my mind\b",
+    r"不再|改成|改为|换成|现在更|现在改|其实.{0,6}更|\bactually\b|\bno longer\b|\bnow prefer|\bprefer\b.*\bnow\b|"
+    r"\binstead\b|\bchanged? my mind\b|\bnot anymore\b|\bany more\b|\banymore\b",
     re.I,
 )
+_EN_NOT_AN_OBJECT = re.compile(
+    r"^(?:it|that|this|these|those|you|your|yours|him|her|them|how|what|when|where|why|the way|the idea|"
+    r"the fact|when you|what you|that you|one|ones)\b",
+    re.I,
+)
+_ZH_NOT_AN_OBJECT = re.compile(r"^(?:的|你|您|他|她|它|这|那|啥|什么|怎么|吗)")
 
 
 def _preferences(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     correction = bool(_CORRECTION.search(clause))
     action: Action = "correct" if correction else "add"
-    if m := _ZH_DISLIKE.search(clause):
-        obj = _clean(next(g for g in m.groups() if g))
-        if "过敏" in m.group(0):
+    if _HYPOTHETICAL.search(clause):
+        return out
+    zh_ok = _owner_ok(clause)
+    if zh_ok and (m := _ZH_DIET.search(clause)):
+        out.append(
+            Candidate(
+                "semantic",
+                "吃素" if m.group(1) in ("素", "吃素的") else f"是{m.group(1)}",
+                importance=0.7,
+                evidence=m.group(0),
+                topic="素食",
+                action=action,
+                tags=["preference", "diet"],
+            )
+        )
+    for m in _ZH_DISLIKE.finditer(clause) if zh_ok else ():
+        if _asked(clause, m.start()):
+            continue
+        if m.group(6):
+            obj = _clean(m.group(6))
             out.append(
                 Candidate(
                     "semantic",
                     f"对{obj}过敏",
                     importance=0.9,
-                    evidence=clause,
+                    evidence=m.group(0),
                     topic=obj,
                     action=action,
                     sensitivity=2,
                     tags=["health"],
                 )
             )
+            continue
+        if m.group(4):
+            phrase, obj = m.group(4), _clean(m.group(5))
         else:
-            neg = re.search(r"不(?:再|太)?(喜欢|爱|吃|喝|能吃|能喝|用)|讨厌", m.group(0))
-            phrase = neg.group(0) if neg else "不喜欢"
-            out.append(
-                Candidate(
-                    "semantic",
-                    f"{phrase}{obj}",
-                    importance=0.7,
-                    evidence=clause,
-                    topic=obj,
-                    action=action,
-                    tags=["preference"],
-                )
+            phrase, obj = m.group(1) + m.group(2), _clean(m.group(3))
+        if _ZH_NOT_AN_OBJECT.match(obj):
+            continue
+        out.append(
+            Candidate(
+                "semantic",
+                f"{phrase}{obj}",
+                importance=0.7,
+                evidence=m.group(0),
+                topic=obj,
+                action=action,
+                tags=["preference"],
             )
-    elif m := _ZH_LIKE.search(clause):
-        obj = _clean(m.group(1))
-        if obj and not obj.startswith(("的", "你")):
-            verb = "更喜欢" if "更" in m.group(0) else "喜欢"
+        )
+    if not out and zh_ok:
+        for m in _ZH_LIKE.finditer(clause):
+            if _asked(clause, m.start()):
+                continue
+            obj = _clean(m.group(2))
+            if not obj or _ZH_NOT_AN_OBJECT.match(m.group(2)):
+                continue
+            verb = m.group(1)
+            text = ("更" if "更" in m.group(0)[: m.start(1) - m.start()] else "") + verb + obj
             out.append(
                 Candidate(
                     "semantic",
-                    f"{verb}{obj}",
+                    text,
                     importance=0.6,
-                    evidence=clause,
+                    evidence=m.group(0),
                     topic=obj,
                     action=action,
                     tags=["preference"],
                 )
             )
-    if m := _EN_DISLIKE.search(clause):
-        obj = _clean(next(g for g in m.groups() if g))
-        if "allergic" in m.group(0).lower():
+    if m := _EN_DIET.search(clause):
+        out.append(
+            Candidate(
+                "semantic",
+                f"Is {m.group(1).lower()}",
+                importance=0.7,
+                evidence=m.group(0),
+                topic=m.group(1).lower(),
+                action=action,
+                tags=["preference", "diet"],
+            )
+        )
+    found_dislike = False
+    for m in _EN_DISLIKE.finditer(clause):
+        if _asked(clause, m.start()):
+            continue
+        found_dislike = True
+        if m.group(6):
+            obj = _en_clean(m.group(6))
             out.append(
                 Candidate(
                     "semantic",
                     f"Allergic to {obj}",
                     importance=0.9,
-                    evidence=clause,
+                    evidence=m.group(0),
                     topic=obj,
                     action=action,
                     sensitivity=2,
                     tags=["health"],
                 )
             )
+            continue
+        if m.group(3):
+            neg, verb, obj = m.group(1).lower(), m.group(2).lower(), _en_clean(m.group(3))
+            if neg == "no longer":
+                third = {"like": "likes", "eat": "eats", "drink": "drinks", "enjoy": "enjoys", "use": "uses"}
+                text = f"No longer {third.get(verb, verb)} {obj}"
+            elif verb == "stand":
+                text = f"Can't stand {obj}"
+            else:
+                text = f"Does not {verb} {obj}"
+        elif m.group(4):
+            obj = _en_clean(m.group(5))
+            text = f"Dislikes {obj}"
         else:
-            act = re.search(r"\b(eat|drink|enjoy|stand)\b", m.group(0), re.I)
-            text = f"Does not {act.group(1).lower()} {obj}" if act else f"Does not like {obj}"
-            out.append(
-                Candidate(
-                    "semantic",
-                    text,
-                    importance=0.7,
-                    evidence=clause,
-                    topic=obj,
-                    action=action,
-                    tags=["preference"],
-                )
+            obj = _en_clean(m.group(7))
+            text = f"Is not into {obj}"
+        if _EN_NOT_AN_OBJECT.match(obj):
+            continue
+        out.append(
+            Candidate(
+                "semantic",
+                text,
+                importance=0.7,
+                evidence=m.group(0),
+                topic=obj,
+                action=action,
+                tags=["preference"],
             )
-    elif m := _EN_LIKE.search(clause):
-        obj = _clean(m.group(1))
-        verb = "Prefers" if re.search(r"prefer", m.group(0), re.I) else "Likes"
-        if obj.lower() not in {"it", "that", "this", "you", "to"}:
+        )
+    if not found_dislike:
+        for m in _EN_LIKE.finditer(clause):
+            if _asked(clause, m.start()):
+                continue
+            obj = _en_clean(m.group(2))
+            if _EN_NOT_AN_OBJECT.match(obj) or len(obj) < 2:
+                continue
+            verb = "Prefers" if m.group(1).lower() == "prefer" else "Likes"
             out.append(
                 Candidate(
                     "semantic",
-                    f"{verb} {obj}",
+                    f"{verb} {_my(obj)}",
                     importance=0.6,
-                    evidence=clause,
+                    evidence=m.group(0),
                     topic=obj,
                     action=action,
                     tags=["preference"],
@@ -282,25 +434,52 @@ def _preferences(clause: str, now: datetime) -> list[Candidate]:
     return out
 
 
+# -- identity, family, location, contact ---------------------------------------------------
+
+_JOB_ZH = (
+    r"[\u4e00-\u9fff]{0,6}?(?:工程师|程序员|设计师|医生|护士|老师|教师|律师|会计|学生|研究生|博士生?|司机|厨师|警察|"
+    r"记者|作家|销售|经理|店主|主播|画家|演员|歌手|教授|工人|农民|[师员生家工])"
+)
+_JOBS_EN = (
+    "engineer|developer|programmer|designer|teacher|professor|nurse|doctor|physician|surgeon|dentist|lawyer|"
+    "accountant|student|chef|cook|writer|author|journalist|artist|painter|musician|singer|actor|actress|"
+    "scientist|researcher|consultant|analyst|manager|pilot|farmer|clerk|cashier|driver|mechanic|electrician|"
+    "plumber|architect|pharmacist|therapist|counselor|counsellor|photographer|editor|librarian|firefighter|"
+    "police officer|officer|soldier|veteran|entrepreneur|freelancer|barista|waiter|waitress|accountant|"
+    "dancer|coach|trainer|banker|economist|psychologist|vet|veterinarian|translator|secretary|intern|"
+    "carpenter|tailor|baker|hairdresser|data scientist|product manager|software engineer"
+)
+_PLACE_EN = r"[A-Z][\w'.-]*(?:\s+(?:[A-Z][\w'.-]*|of|de|du|la))*"
+_EN_TIME_TAIL = (
+    r"(?=\s+(?:now|and|last|this|next|in\s+\d|since|for|with|two|three|a\s+few|recently|ago)\b|[,.;!?]|$)"
+)
+
+
 def _identity(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
-    if m := re.search(
-        r"我(?:的名字)?(?:叫|是)\s*([\u4e00-\u9fff]{2,4}|[A-Za-z][A-Za-z·' -]{1,30})(?=[，,。！!\s]|$)",
-        clause,
+    zh_ok = _owner_ok(clause)
+    if zh_ok and (
+        m := re.search(
+            r"(?:我叫|我的(?:名字|全名)(?:是|叫)|(?:可以)?叫我)\s*([\u4e00-\u9fff]{2,4}|[A-Za-z][A-Za-z·'-]{1,20}(?: [A-Z][A-Za-z'-]{1,20})?)(?=[，,。！!\s吧就]|$)",
+            clause,
+        )
     ):
         name = _clean(m.group(1))
-        if "叫" in m.group(0) or "名字" in m.group(0):
-            out.append(
-                Candidate(
-                    "profile",
-                    f"名字：{name}",
-                    subject="name",
-                    value=name,
-                    importance=0.8,
-                    evidence=clause,
-                )
+        out.append(
+            Candidate(
+                "profile",
+                f"名字：{name}",
+                subject="name",
+                value=name,
+                importance=0.8,
+                evidence=m.group(0),
+                tags=["identity"],
             )
-    if m := re.search(r"\b(?i:my name is|call me|i'm called)\s+([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)", clause):
+        )
+    if m := re.search(
+        r"\b(?i:my name is|my name's|call me|i'm called|i am called)\s+([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)",
+        clause,
+    ):
         name = m.group(1)
         out.append(
             Candidate(
@@ -309,69 +488,63 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
                 subject="name",
                 value=name,
                 importance=0.8,
-                evidence=clause,
+                evidence=m.group(0),
+                tags=["identity"],
             )
         )
-    if m := re.search(r"我(?:住在|家在|来自|搬到了?)\s*([^，,。！!？?]{2,20})", clause):
-        place = _clean(m.group(1))
-        out.append(
-            Candidate(
-                "profile",
-                f"住在{place}" if "来自" not in m.group(0) else f"来自{place}",
-                subject="location" if "来自" not in m.group(0) else "hometown",
-                value=place,
-                importance=0.6,
-                evidence=clause,
-            )
-        )
-    if m := re.search(
-        r"\bI (?:live in|moved to|am based in|'m based in)\s+([A-Z][\w .'-]{1,40}?)(?=[,.;!?]|$| now| and)",
-        clause,
+    if zh_ok and (
+        m := re.search(r"我(?:今年|现在)?(?:已经)?(\d{1,3}|[一二三四五六七八九十]{1,3})岁(?!的)", clause)
     ):
-        place = _clean(m.group(1))
         out.append(
             Candidate(
                 "profile",
-                f"Lives in {place}",
-                subject="location",
-                value=place,
+                f"{m.group(1)}岁（{now.year}年）",
+                subject="age",
+                value=m.group(1),
                 importance=0.6,
-                evidence=clause,
+                evidence=m.group(0),
+                tags=["identity"],
             )
         )
-    if m := re.search(r"\bI(?:'m| am) from\s+([A-Z][\w .'-]{1,40}?)(?=[,.;!?]|$| and)", clause):
-        place = _clean(m.group(1))
+    if m := re.search(r"\bI(?:'m| am)\s+(\d{1,3})(?:\s+years?\s+old|\s*y/?o\b)", clause, re.I):
         out.append(
             Candidate(
                 "profile",
-                f"Is from {place}",
-                subject="hometown",
-                value=place,
-                importance=0.5,
-                evidence=clause,
+                f"Is {m.group(1)} years old (in {now.year})",
+                subject="age",
+                value=m.group(1),
+                importance=0.6,
+                evidence=m.group(0),
+                tags=["identity"],
             )
         )
-    if m := re.search(
-        r"我(?:是一?名|是一个|是个|的职业是|做)\s*([\u4e00-\u9fff]{2,8}?(?:师|员|生|家|者|工|医生|护士|老师|学生))",
-        clause,
+    if (
+        zh_ok
+        and not _ZH_DIET.search(clause)
+        and (
+            m := re.search(
+                rf"{_ZH_SELF}(?:是一?名|是一个|是个|是|的职业是|做|当)\s*({_JOB_ZH})(?=[，,。！!；;]|$)",
+                clause,
+            )
+        )
     ):
         job = _clean(m.group(1))
-        out.append(
-            Candidate(
-                "profile",
-                f"职业：{job}",
-                subject="occupation",
-                value=job,
-                importance=0.6,
-                evidence=clause,
+        if len(job) >= 2:
+            out.append(
+                Candidate(
+                    "profile",
+                    f"职业：{job}",
+                    subject="occupation",
+                    value=job,
+                    importance=0.6,
+                    evidence=m.group(0),
+                    tags=["identity"],
+                )
             )
-        )
     if m := re.search(
-        r"\bI(?:'m| am) an? ([a-z]+(?: [a-z]+)?(?:er|or|ist|ian|ant|ent|nurse|doctor|student|teacher|chef))\b",
-        clause,
-        re.I,
+        rf"\bI(?:'m| am| work as)\s+(?:a|an)\s+((?:[a-z-]+\s){{0,2}}?(?:{_JOBS_EN}))\b", clause, re.I
     ):
-        job = m.group(1)
+        job = m.group(1).lower()
         out.append(
             Candidate(
                 "profile",
@@ -379,10 +552,13 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
                 subject="occupation",
                 value=job,
                 importance=0.6,
-                evidence=clause,
+                evidence=m.group(0),
+                tags=["identity"],
             )
         )
-    if m := re.search(r"\bI work (?:at|for)\s+([A-Z][\w&.' -]{1,40}?)(?=[,.;!?]|$| as| and)", clause):
+    if m := re.search(
+        r"\bI work (?:at|for)\s+([A-Z][\w&.' -]{1,40}?)(?=[,.;!?]|$| as| and| in| since)", clause
+    ):
         org = _clean(m.group(1))
         out.append(
             Candidate(
@@ -391,10 +567,11 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
                 subject="employer",
                 value=org,
                 importance=0.6,
-                evidence=clause,
+                evidence=m.group(0),
+                tags=["identity"],
             )
         )
-    if m := re.search(r"我在\s*([^，,。！!？?]{2,20}?)(?:工作|上班)", clause):
+    if zh_ok and (m := re.search(r"(?:我|(?<=[，,]))在\s*([^，,。！!？?]{2,20}?)(?:工作|上班|任职)", clause)):
         org = _clean(m.group(1))
         out.append(
             Candidate(
@@ -403,7 +580,216 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
                 subject="employer",
                 value=org,
                 importance=0.6,
-                evidence=clause,
+                evidence=m.group(0),
+                tags=["identity"],
+            )
+        )
+    if zh_ok and (
+        m := re.search(
+            r"我的生日是?在?\s*(\d{1,2}月\d{1,2}[日号]?|[一二三四五六七八九十]{1,2}月[^，,。！!]{1,4}[日号])",
+            clause,
+        )
+    ):
+        out.append(
+            Candidate(
+                "profile",
+                f"生日：{m.group(1)}",
+                subject="birthday",
+                value=m.group(1),
+                importance=0.7,
+                evidence=m.group(0),
+                tags=["identity"],
+            )
+        )
+    months = "January|February|March|April|May|June|July|August|September|October|November|December"
+    if m := re.search(
+        rf"\bmy birthday is(?: on)?\s+((?:{months})\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{months}))",
+        clause,
+        re.I,
+    ):
+        out.append(
+            Candidate(
+                "profile",
+                f"Birthday: {m.group(1)}",
+                subject="birthday",
+                value=m.group(1),
+                importance=0.7,
+                evidence=m.group(0),
+                tags=["identity"],
+            )
+        )
+    return out
+
+
+def _family(clause: str, now: datetime) -> list[Candidate]:
+    out: list[Candidate] = []
+    zh_ok = _owner_ok(clause)
+    if zh_ok and (
+        m := re.search(
+            rf"{_ZH_SELF}(?:有|生了)([一两二三四五六\d])个(孩子|小孩|儿子|女儿|哥哥|姐姐|弟弟|妹妹|兄弟姐妹|孙子|孙女)",
+            clause,
+        )
+    ):
+        out.append(
+            Candidate(
+                "semantic",
+                f"有{m.group(1)}个{m.group(2)}",
+                importance=0.7,
+                evidence=m.group(0),
+                tags=["family"],
+            )
+        )
+    pets = r"猫咪|小猫|猫|狗狗|小狗|狗|兔子|鹦鹉|仓鼠|乌龟|金鱼"
+    if zh_ok and (
+        m := re.search(
+            rf"{_ZH_SELF}(?:养了|养着|养|家里有|有)([一两二三\d]?)(?:只|条|个)?({pets})(?:[，,]\s*(?:它|他|她)?(?:叫|名字叫)\s*([\u4e00-\u9fffA-Za-z]{{1,6}}))?",
+            clause,
+        )
+    ):
+        name = f"，叫{m.group(3)}" if m.group(3) else ""
+        count = m.group(1) or "一"
+        out.append(
+            Candidate(
+                "semantic",
+                f"养了{count}只{m.group(2)}{name}",
+                importance=0.6,
+                evidence=m.group(0),
+                tags=["family"],
+            )
+        )
+    if m := re.search(
+        r"\bI have (a|an|one|two|three|four|five|\d) (kids?|children|sons?|daughters?|brothers?|sisters?|siblings|grandchildren|grandkids)\b",
+        clause,
+        re.I,
+    ):
+        out.append(
+            Candidate(
+                "semantic",
+                f"Has {m.group(1).lower()} {m.group(2).lower()}",
+                importance=0.7,
+                evidence=m.group(0),
+                tags=["family"],
+            )
+        )
+    if m := re.search(
+        r"\bI have (a|an|one|two|three|\d) (cats?|dogs?|pupp(?:y|ies)|kittens?|rabbits?|parrots?|hamsters?|turtles?|fish)(?: (?:named|called) ([A-Z]\w+))?",
+        clause,
+        re.I,
+    ):
+        name = f" named {m.group(3)}" if m.group(3) else ""
+        out.append(
+            Candidate(
+                "semantic",
+                f"Has {m.group(1).lower()} {m.group(2).lower()}{name}",
+                importance=0.6,
+                evidence=m.group(0),
+                tags=["family"],
+            )
+        )
+    if m := re.search(r"\bI(?:'m| am) (married|single|divorced|engaged|pregnant|retired)\b", clause, re.I):
+        out.append(
+            Candidate(
+                "semantic", f"Is {m.group(1).lower()}", importance=0.7, evidence=m.group(0), tags=["family"]
+            )
+        )
+    return out
+
+
+def _location(clause: str, now: datetime) -> list[Candidate]:
+    out: list[Candidate] = []
+    zh_ok = _owner_ok(clause)
+    if zh_ok and (
+        m := re.search(
+            rf"{_ZH_SELF}(?:现在|目前|已经)?(住在|住|家在|搬到了?|搬去了?|定居在)\s*([^，,。！!？?；;]{{2,20}}?)(?=[，,。！!？?；;]|了|啦|$)",
+            clause,
+        )
+    ):
+        place = _clean(m.group(2))
+        if not re.match(r"[这那哪]", place):
+            moved = "搬" in m.group(1)
+            out.append(
+                Candidate(
+                    "profile",
+                    f"住在{place}",
+                    subject="location",
+                    value=place,
+                    importance=0.6,
+                    evidence=m.group(0),
+                    action="correct" if moved else "add",
+                    tags=["location"],
+                )
+            )
+    if zh_ok and (
+        m := re.search(
+            r"我的(?:家庭|收货)?(?:地址|住址)(是|在|改成|改为|换成|变成|更新为)\s*([^，,。！!？?；;]{2,40}?)(?=[，,。！!？?；;]|了|$)",
+            clause,
+        )
+    ):
+        place = _clean(m.group(2))
+        change = m.group(1) in ("改成", "改为", "换成", "变成", "更新为")
+        out.append(
+            Candidate(
+                "profile",
+                f"地址：{place}",
+                subject="location",
+                value=place,
+                importance=0.7,
+                evidence=m.group(0),
+                action="correct" if change else "add",
+                sensitivity=1,
+                tags=["location"],
+            )
+        )
+    if zh_ok and (
+        m := re.search(
+            r"我(?:的)?(?:老家(?:是|在)|来自)\s*([^，,。！!？?；;]{2,20}?)(?:的|人)?(?=[，,。！!？?；;]|$)",
+            clause,
+        )
+    ):
+        place = _clean(m.group(1))
+        out.append(
+            Candidate(
+                "profile",
+                f"老家在{place}",
+                subject="hometown",
+                value=place,
+                importance=0.5,
+                evidence=m.group(0),
+                tags=["location"],
+            )
+        )
+    if m := re.search(
+        rf"\bI(?:\s+(?:now|currently|still|also))?\s*(?:live|reside|am living|'m living|am based|'m based) in\s+({_PLACE_EN}){_EN_TIME_TAIL}"
+        rf"|\bI(?:'ve| have)?\s*(?:just |recently |finally )?(moved|relocated) to\s+({_PLACE_EN}){_EN_TIME_TAIL}",
+        clause,
+    ):
+        place = _clean(m.group(1) or m.group(3))
+        out.append(
+            Candidate(
+                "profile",
+                f"Lives in {place}",
+                subject="location",
+                value=place,
+                importance=0.6,
+                evidence=m.group(0),
+                action="correct" if m.group(2) else "add",
+                tags=["location"],
+            )
+        )
+    if m := re.search(
+        rf"\bI(?:'m| am)(?: originally)? from\s+({_PLACE_EN}){_EN_TIME_TAIL}|\bI (?:grew up|was born) in\s+({_PLACE_EN}){_EN_TIME_TAIL}",
+        clause,
+    ):
+        place = _clean(m.group(1) or m.group(2))
+        out.append(
+            Candidate(
+                "profile",
+                f"Is from {place}",
+                subject="hometown",
+                value=place,
+                importance=0.5,
+                evidence=m.group(0),
+                tags=["location"],
             )
         )
     return out
@@ -415,11 +801,15 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 def _contact(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
-    mine = re.search(r"我的|\bmy\b|我(?:手机|电话|邮箱)", clause, re.I)
+    mine = re.search(
+        r"我的|\bmy\b|我(?:手机|电话|邮箱)|联系我|打我|\b(?:reach|contact|call|text|email|e-mail|mail) me\b",
+        clause,
+        re.I,
+    )
     if not mine:
         return out
-    if (m := _EMAIL.search(clause)) and re.search(r"邮箱|e-?mail|mail", clause, re.I):
-        zh = is_chinese(clause)
+    zh = is_chinese(clause)
+    if (m := _EMAIL.search(clause)) and re.search(r"邮箱|邮件|e-?mail|mail|reach|contact", clause, re.I):
         out.append(
             Candidate(
                 "profile",
@@ -429,10 +819,12 @@ def _contact(clause: str, now: datetime) -> list[Candidate]:
                 importance=0.6,
                 sensitivity=1,
                 evidence=clause,
+                tags=["contact"],
             )
         )
-    if (m := _PHONE.search(clause)) and re.search(r"手机|电话|号码|phone|number|cell|mobile", clause, re.I):
-        zh = is_chinese(clause)
+    if (m := _PHONE.search(clause)) and re.search(
+        r"手机|电话|号码|phone|number|cell|mobile|call|text|reach", clause, re.I
+    ):
         out.append(
             Candidate(
                 "profile",
@@ -442,26 +834,198 @@ def _contact(clause: str, now: datetime) -> list[Candidate]:
                 importance=0.6,
                 sensitivity=1,
                 evidence=clause,
+                tags=["contact"],
             )
         )
     return out
 
 
+# -- events and schedules ------------------------------------------------------------------
+
+_ZH_ACTIVITY = re.compile(
+    r"去|要|有空|有个|有一?场|会议|开会|准备|打算|计划|参加|出差|旅游|旅行|上班|上课|考试|面试|约了|预约|看牙|看病|买了|领养|收养|"
+    r"结婚|离婚|毕业|搬|生了|换了|开始|学|练|跑|健身|游泳|回|飞|见|住院|生病|入职|辞职|退休|起床|睡|上小学|上初中|上高中|上大学|"
+    r"出生|考上|升职|加班|值班|休息|放假|过生日|养"
+)
+_ZH_NOT_EVENT = re.compile(r"想|觉得|认为|知道|记得|问|说|聊|看看|再说|谢谢|不好意思|你|您|帮我|请")
+_ZH_FAMILY = r"(?:女儿|儿子|孩子|老婆|老公|妻子|丈夫|爸爸|妈妈|父母|爷爷|奶奶|男朋友|女朋友)"
+_EN_NOT_EVENT = re.compile(
+    r"^(?:think|guess|feel|believe|hope|wish|wonder|was wondering|know|mean|agree|understand|see|need|'d|would|"
+    r"could|should|might|can|can't|cannot|will never|am sorry|'m sorry|am glad|'m glad|am happy|'m happy|'m so|am so|"
+    r"'m not sure|am not sure|'m sure|am sure|told|said|asked|thank|just want|want to say|just wanted|love that|like that|"
+    r"love how|like how|remember|forgot|'m curious|am curious|'m excited for you|'m proud|am proud)\b",
+    re.I,
+)
+_EN_PAST = re.compile(
+    r"^(?:(?:just|recently|finally|also|actually)\s+)*(went|got|adopted|bought|started|finished|joined|moved|graduated|married|"
+    r"ran|visited|attended|traveled|travelled|met|took|saw|made|had|won|lost|left|began|signed up|completed|"
+    r"celebrated|tried|learned|learnt|found|gave|did|painted|wrote|read|built|quit|retired|passed|volunteered|"
+    r"hiked|camped|flew|drove|returned|launched|opened|received|decided|[a-z]+ed)\b",
+    re.I,
+)
+_EN_FUTURE_OR_ROUTINE = re.compile(
+    r"\b(?:tomorrow|tonight|next \w+|this (?:weekend|week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|afternoon|evening)|"
+    r"on (?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekends?|the weekends?)|"
+    r"every \w+|weekends|usually|always|at \d{1,2}(?::\d{2})? ?(?:am|pm)?|in (?:january|february|march|april|may|june|july|august|september|october|november|december))\b",
+    re.I,
+)
+_EN_PAST_CUE = re.compile(
+    r"\b(?:yesterday|last \w+|\d+ \w+ ago|a (?:few )?\w+ ago|recently|lately|just|this (?:morning|afternoon)|earlier today|today|in (?:19|20)\d{2})\b",
+    re.I,
+)
+
+
+def _third_person(rest: str) -> str | None:
+    """English memory text for what follows "I" ("'m flying to Tokyo" -> "Is flying to Tokyo")."""
+    rest = rest.strip()
+    if m := re.match(r"(?:'m|am)\s+(.*)", rest, re.I):
+        return "Is " + m.group(1)
+    if m := re.match(r"(?:'ve|have)\s+(.*)", rest, re.I):
+        return "Has " + re.sub(r"^got\s+", "", m.group(1))
+    if m := re.match(r"(?:'ll|will)\s+(.*)", rest, re.I):
+        return "Will " + m.group(1)
+    if m := re.match(r"(was|had|did)\s+(.*)", rest, re.I):
+        return m.group(1).capitalize() + " " + m.group(2)
+    words = rest.split(" ", 1)
+    if not words or not words[0]:
+        return None
+    head, tail = words[0], (words[1] if len(words) > 1 else "")
+    if head.lower() in {
+        "usually",
+        "always",
+        "often",
+        "sometimes",
+        "just",
+        "recently",
+        "also",
+        "finally",
+        "only",
+        "normally",
+        "generally",
+        "still",
+        "actually",
+    }:
+        inner = _third_person(tail)
+        return None if inner is None else f"{head.capitalize()} {inner[0].lower()}{inner[1:]}"
+    if _EN_PAST.match(head):
+        return head.capitalize() + (" " + tail if tail else "")
+    low = head.lower()
+    irregular = {"go": "goes", "do": "does", "have": "has", "be": "is"}
+    if low in irregular:
+        verb = irregular[low]
+    elif re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        verb = low + "es"
+    elif re.search(r"[^aeiou]y$", low):
+        verb = low[:-1] + "ies"
+    else:
+        verb = low + "s"
+    return verb.capitalize() + (" " + tail if tail else "")
+
+
+def _statement_zh(segment: str, clause: str, now: datetime) -> Candidate | None:
+    if not ZH_TIME.search(segment) or _ZH_QUESTION.search(segment) or _HYPOTHETICAL.search(segment):
+        return None
+    family = re.match(rf"^我(?:的)?({_ZH_FAMILY})(.*)$", segment)
+    if family:
+        body = family.group(1) + family.group(2)
+    else:
+        if not _owner_ok(clause) or _ZH_NOT_EVENT.search(segment):
+            return None
+        starts_with_me = segment.startswith("我") or re.match(rf"^(?:{ZH_TIME.pattern})+我", segment)
+        if not starts_with_me and not (segment is not clause and clause.startswith("我")):
+            return None
+        body = re.sub(r"(?<![自])我(?!们)", "", segment, count=1)
+    if not _ZH_ACTIVITY.search(body) or len(body) < 4:
+        return None
+    text, _ = resolve(_clean(body), now, chinese=True)
+    routine = re.search(r"每|平时|一般|经常|天天|周末", segment) and not re.search(r"下|明天|后天", segment)
+    past = re.search(r"了|昨天|前天|上个?(?:周|星期|月)|去年|刚", segment)
+    kind: Kind = "semantic" if routine and not past else "episodic"
+    tag = "family" if family else ("event" if past else "schedule")
+    return Candidate(kind, text, importance=0.5, evidence=segment, tags=[tag])
+
+
+def _statement_en(segment: str, now: datetime) -> Candidate | None:
+    if "?" in segment or re.search(r"\byou\b|\byour\b", segment, re.I):
+        return None
+    family = re.search(
+        r"\bmy (daughter|son|kids?|children|wife|husband|partner|mom|mother|dad|father|parents|brother|sister|boyfriend|girlfriend)\s+"
+        r"((?:just |recently |finally )?(?:started|graduated|got|was born|turned|passed away|moved|retired|began|finished|joined|is starting|will start)\b.*)$",
+        segment,
+        re.I,
+    )
+    if family:
+        text = f"Their {family.group(1).lower()} {family.group(2)}"
+        text, _ = resolve(_en_clean(_my(text)), now, chinese=False)
+        return Candidate("episodic", text, importance=0.5, evidence=segment, tags=["family"])
+    m = re.search(r"(?:^|\b)I((?:'m|'ve|'ll|\s+).*)$", segment)
+    if not m or not EN_TIME.search(segment) or _HYPOTHETICAL.search(segment):
+        return None
+    rest = m.group(1).strip()
+    if _EN_NOT_EVENT.match(rest):
+        return None
+    past = bool(_EN_PAST.match(rest)) or bool(
+        re.match(r"(?:'ve|have)\s+(?:been|just|recently|finally)", rest)
+    )
+    if past and not _EN_PAST_CUE.search(segment):
+        return None
+    if not past and not _EN_FUTURE_OR_ROUTINE.search(segment):
+        return None
+    body = _third_person(rest)
+    if body is None or len(body.split()) < 3 or re.match(r"^\S+ (?:it|this|that|them|one)\b", body, re.I):
+        return None  # too short, or about something only the conversation names ("took it for a ride")
+    body = re.split(r"\s+(?:and|but|so)\s+(?:it|that|this|we|they|he|she)\b", body, maxsplit=1)[0]
+    text, _ = resolve(_en_clean(_my(body)), now, chinese=False)
+    routine = re.search(
+        r"\b(?:every|usually|always|on weekends|weekends|mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
+        segment,
+        re.I,
+    )
+    kind: Kind = "semantic" if routine and not past else "episodic"
+    return Candidate(kind, text, importance=0.5, evidence=segment, tags=["event" if past else "schedule"])
+
+
+def _statements(clause: str, now: datetime, covered: list[str]) -> list[Candidate]:
+    """Events and schedules in the parts of a clause no other rule used."""
+    out: list[Candidate] = []
+    zh = is_chinese(clause)
+    for seg in segments(clause):
+        if any(seg in ev or ev in seg for ev in covered if ev):
+            continue
+        cand = _statement_zh(seg, clause, now) if zh else _statement_en(seg, now)
+        if cand is not None:
+            out.append(cand)
+    return out
+
+
+# -- forget requests -----------------------------------------------------------------------
+
+
 def _forget(clause: str, now: datetime) -> list[Candidate]:
     zh = re.search(
-        r"(?:忘掉|忘记|忘了吧|删除|删掉|别再记|不要再?记住?)(?:我的|关于我?的?|我)?\s*([^，,。！!？?]{1,30})",
+        r"把(.{1,30}?)(?:这件事|这事|的事情?|这条|这个|这些)?(?:给)?(?:忘了|忘掉|忘记|删了|删掉|删除)"
+        r"|(?:忘掉|忘记|忘了吧|删除|删掉|别再记|不要再?记住?|别记)(?:我的|关于我?的?|我)?\s*([^，,。！!？?]{1,30})",
         clause,
     )
+    if re.search(
+        r"别忘|不要忘|\b(?:don't|do not|never|won't|can't|not) forget\b|\bforget to\b", clause, re.I
+    ):
+        return []  # "don't forget to ..." is a reminder, not a request to forget
     en = re.search(
-        r"\b(?:forget|delete|erase|remove)\s+(?:that\s+|about\s+|my\s+|what I said about\s+)?([^,.;!?]{2,60})",
+        r"\b(?:forget|delete|erase|remove)\s+(?:that\s+|about\s+|my\s+|what I said about\s+(?:my\s+)?)?([^,.;!?]{2,60})"
+        r"|\b(?:don't|do not|stop|no need to)\s+(?:remember|keep|store|storing|remembering|keeping)\s+(?:that\s+|my\s+)?([^,.;!?]{2,60})",
         clause,
         re.I,
     )
     m = zh or en
     if not m:
         return []
-    topic = _clean(m.group(1))
-    topic = re.sub(r"(?:这件事|这个|吧|了|的事|信息)$", "", topic) or topic
+    topic = _clean(m.group(1) or m.group(2))
+    topic = (
+        re.sub(r"(?:这件事|这个|吧|了|的事|信息|\s+anymore|\s+any more|\s+please)$", "", topic, flags=re.I)
+        or topic
+    )
+    topic = re.sub(r"^我", "", topic) if zh else topic
     return [Candidate("semantic", topic, action="forget", topic=topic, evidence=clause)]
 
 
@@ -486,6 +1050,12 @@ TOPIC_SUBJECTS: dict[str, str] = {
     "工作": "employer",
     "职业": "occupation",
     "job": "occupation",
+    "生日": "birthday",
+    "birthday": "birthday",
+    "年龄": "age",
+    "age": "age",
+    "老家": "hometown",
+    "hometown": "hometown",
 }
 """Words in a forget request that point at a profile field."""
 
@@ -499,8 +1069,8 @@ def subject_of_topic(topic: str) -> str | None:
     return None
 
 
-RULES: list[Rule] = [_shipping, _order, _identity, _contact, _preferences]
-"""Rules applied to every clause, in order."""
+RULES: list[Rule] = [_shipping, _order, _identity, _family, _location, _contact, _preferences]
+"""Rules applied to every clause, in order; events and schedules are read from what is left."""
 
 
 def extract(text: str, *, now: datetime | None = None) -> list[Candidate]:
@@ -521,9 +1091,12 @@ def extract(text: str, *, now: datetime | None = None) -> list[Candidate]:
         if forget:
             out.extend(forget)
             continue
+        found: list[Candidate] = []
         for rule in RULES:
-            for cand in rule(clause, now):
-                if cand.text not in seen:
-                    seen.add(cand.text)
-                    out.append(cand)
+            found.extend(rule(clause, now))
+        found.extend(_statements(clause, now, [c.evidence for c in found]))
+        for cand in found:
+            if cand.text not in seen:
+                seen.add(cand.text)
+                out.append(cand)
     return out
