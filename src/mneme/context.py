@@ -9,6 +9,9 @@ from typing import Any, Literal
 from mneme import prompts
 from mneme.errors import InputError
 
+BUDGET_PARTS = ("system", "summary", "memory", "history")
+"""The parts of the model input that `budget_order` arranges (the output reserve comes off the top)."""
+
 
 @dataclass(kw_only=True)
 class Context:
@@ -49,6 +52,13 @@ class Context:
     budget_output: int = 1024
     """Tokens kept free for the model's reply."""
 
+    budget_order: str = "system,summary,memory,history"
+    """The order in which the parts are filled (comma-separated; `system` first). Each part takes
+    what it needs, at most its own budget and at most what the parts before it left of
+    `context_window - budget_output`; so when the parts add up to more than the window, the
+    last ones are cut. `summary` holds the task state and the running summary; `memory` the
+    previous sessions' summaries and the long-term memories."""
+
     memory_position: Literal["system", "user"] = "system"
     """Where memories go: a block in the system message, or next to the newest user input."""
 
@@ -77,8 +87,16 @@ class Context:
     """Inputs longer than this are refused with a clear error; shorter ones are accepted and
     shortened with a visible marker if they exceed the history budget."""
 
+    recap_sessions: int = 3
+    """A new session starts with the summaries of this many of the user's previous sessions
+    (within the memory budget; 0: none)."""
+
     debug: bool = False
-    """Write the exact model input with per-part token counts to the debug log."""
+    """Write the exact model input with per-part token counts to the debug log (also
+    `MNEME_DEBUG=1`)."""
+
+    debug_path: str = ""
+    """The debug log (JSON lines). Empty: `$MNEME_HOME/debug/prompts.jsonl` (`./.mneme/...`)."""
 
     def __post_init__(self) -> None:
         """Fill defaults from `MNEME_*` environment variables and check the budget."""
@@ -87,20 +105,49 @@ class Context:
             if env is None or getattr(self, f.name) != f.default:
                 continue
             setattr(self, f.name, _coerce(env, f.default))
-        parts = (
-            self.budget_system
-            + self.budget_memory
-            + self.budget_summary
-            + self.budget_history
-            + self.budget_output
-        )
-        if parts > self.context_window:
+        budgets = [self.budget_system, self.budget_memory, self.budget_summary, self.budget_history]
+        if min(*budgets, self.budget_output) < 0:
+            raise InputError("mneme: token budgets cannot be negative")
+        if self.budget_system + self.budget_output > self.context_window:
             raise InputError(
-                f"mneme: the budget parts add up to {parts} tokens, more than context_window="
-                f"{self.context_window}; lower a part or raise the window"
+                f"mneme: budget_system + budget_output = {self.budget_system + self.budget_output} "
+                f"tokens, more than context_window={self.context_window}; the pinned system "
+                "prompt and the reply must always fit"
             )
+        self.budget_parts()  # checks budget_order
         if self.retrieval_limit < 0 or self.memory_max_chars < 10:
             raise InputError("mneme: retrieval_limit must be >= 0 and memory_max_chars >= 10")
+
+    def budget_parts(self) -> list[str]:
+        """The parts in `budget_order`, checked.
+
+        Raises:
+            InputError: unknown or repeated parts, a missing part, or `system` not first.
+        """
+        parts = [p.strip() for p in self.budget_order.split(",") if p.strip()]
+        if sorted(parts) != sorted(BUDGET_PARTS) or parts[0] != "system":
+            raise InputError(
+                f"mneme: budget_order must list {', '.join(BUDGET_PARTS)} once each, system "
+                f"first; got {self.budget_order!r}"
+            )
+        return parts
+
+    def part_budget(self, part: str) -> int:
+        """The budget of one part (`system`, `summary`, `memory`, `history`)."""
+        return int(getattr(self, f"budget_{part}"))
+
+    def history_budget(self) -> int:
+        """Tokens the recent history can count on whatever the other parts hold.
+
+        `budget_history`, less what the parts before it in `budget_order` may take when the
+        parts add up to more than the window. The history is summarized above this.
+        """
+        room = self.context_window - self.budget_output
+        for part in self.budget_parts():
+            if part == "history":
+                break
+            room -= self.part_budget(part)
+        return max(0, min(self.budget_history, room))
 
     @classmethod
     def from_any(cls, value: Any, configurable: dict[str, Any] | None = None) -> Context:

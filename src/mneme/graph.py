@@ -40,7 +40,7 @@ def route_agent(state: State, runtime: Runtime[Context]) -> Literal["tools", "su
     ctx = context_of(runtime)
     counter = counter_of(ctx)
     history = sum(turn_tokens(t, counter) for t in split_turns(state.messages))
-    return "summarize" if history > ctx.budget_history else "extract_memories"
+    return "summarize" if history > ctx.history_budget() else "extract_memories"
 
 
 def make_builder(

@@ -27,11 +27,42 @@ TASK_BLOCK = "<task_state>\n{task}\n</task_state>"
 
 SUMMARIZE_PROMPT = (
     "Fold the conversation excerpt below into the running summary. Keep every name, number, "
-    "id, date, amount, address and decision; drop pleasantries. Write in the language of the "
-    "conversation, at most {max_words} words.\n\n"
+    "id, date, amount, address and decision, and always these values of the task at hand: "
+    "{keep}. Drop pleasantries. Write in the language of the conversation, at most "
+    "{max_words} words.\n\n"
     "Running summary so far:\n{summary}\n\nExcerpt:\n{excerpt}\n\nNew running summary:"
 )
 """Prompt of the LLM summarizer."""
 
 TRUNCATION_MARKER = "\n[... {omitted} characters omitted by mneme to fit the context budget ...]\n"
 """Inserted where an over-long message was shortened."""
+
+OMITTED_ROUNDS_NOTE = (
+    "\n[mneme: {rounds} earlier tool call round(s) of this turn omitted to fit the context budget]"
+)
+"""Appended (in the model request only) to a user message whose turn lost its oldest tool rounds."""
+
+RECAP_BLOCK = (
+    "<previous_sessions>\n"
+    "Summaries of this user's most recent earlier sessions, newest first. Follow up on open "
+    'items when it helps ("last time your order was in transit; has it arrived?").\n'
+    "{recaps}\n"
+    "</previous_sessions>"
+)
+"""How the summaries of the user's previous sessions are shown at the start of a new one."""
+
+RECAP_LINE = "- [{date}] {text}"
+"""One previous session in `RECAP_BLOCK`."""
+
+SESSION_RECAP = 'Session "{title}" ({turns} turns). Topic: {topic}.{facts}{decisions}{open_items}'
+"""The extractive session summary stored as an episodic memory when a session ends or goes idle."""
+
+SESSION_RECAP_PROMPT = (
+    "Summarize this finished support session for the assistant's next session with the same "
+    "user, in the language of the conversation, in at most {max_words} words, as three short "
+    "parts: 'Topic:', 'Decisions:' (what was settled, with every id, number, date and amount) "
+    "and 'Open items:' (what was still pending).\n\n"
+    "Running summary of earlier turns:\n{summary}\n\nTask state:\n{task}\n\n"
+    "Last turns:\n{excerpt}\n\nSession summary:"
+)
+"""Prompt of the LLM session summarizer (used with real models)."""

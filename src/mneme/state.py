@@ -58,6 +58,9 @@ class State(InputState):
     """Running summary of the turns folded out of `messages`."""
     memories: list[dict[str, Any]] = field(default_factory=list)
     """Long-term memories retrieved for this turn (what was injected)."""
+    recaps: list[dict[str, Any]] = field(default_factory=list)
+    """Summaries of the user's previous sessions, loaded when this session started
+    (`id`, `thread_id`, `date`, `text`), newest first."""
     task: TaskState = field(default_factory=lambda: TaskState(slots={}))
     """Structured task state: intent, slots, pending action."""
     participants: list[str] = field(default_factory=list)

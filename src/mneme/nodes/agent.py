@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,12 +11,11 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
+from mneme import debuglog
 from mneme.context import Context, context_of
-from mneme.models import resolve_model
-from mneme.nodes.build_context import counter_of, render
+from mneme.models import model_name, resolve_model
+from mneme.nodes.build_context import assemble, counter_of
 from mneme.state import Node, State
-
-log = logging.getLogger("mneme.prompt")
 
 
 def bound_model(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> Runnable[Any, Any]:
@@ -43,14 +40,17 @@ def make_agent(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> 
         ctx = context_of(runtime)
         spec = model if model is not None else (ctx.model or None)
         counter = counter_of(ctx, spec)
-        messages, usage = render(state, ctx, counter)
+        out = assemble(state, ctx, counter)
+        messages, usage = out.messages, out.usage
         if ctx.debug:
-            log.info(
-                json.dumps(
-                    {"stage": "agent", "usage": usage, "messages": messages_to_dict(messages)},
-                    ensure_ascii=False,
-                    default=str,
-                )
+            debuglog.write(
+                ctx,
+                {
+                    "stage": "agent",
+                    "model": model_name(spec),
+                    "usage": usage,
+                    "messages": messages_to_dict(messages),
+                },
             )
         response = bound_model(spec, tools).invoke(messages)
         if not isinstance(response, AIMessage):

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import json
-import logging
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from mneme import prompts
+from mneme import debuglog, prompts
 from mneme.context import Context, context_of
+from mneme.errors import InputError
 from mneme.models import model_name
 from mneme.state import State
-from mneme.tokens import TokenCounter, counter_for
+from mneme.tokens import MESSAGE_OVERHEAD, REPLY_OVERHEAD, TokenCounter, counter_for, message_text
 from mneme.window import fit_messages, shorten_text
 
-log = logging.getLogger("mneme.prompt")
+SEPARATOR_TOKENS = 2
+"""Tokens counted for the blank line that joins two blocks of the system message."""
+MIN_SUMMARY_ROOM = 24
+"""Below this many tokens a shortened summary says nothing useful: it is left out."""
 
 
 def counter_of(ctx: Context, model: Any = None) -> TokenCounter:
@@ -37,12 +41,25 @@ def memory_lines(memories: list[dict[str, Any]], ctx: Context) -> list[str]:
     return lines
 
 
-def memory_block(memories: list[dict[str, Any]], ctx: Context, counter: TokenCounter) -> str:
-    """The memory block, dropping the least relevant memories until it fits its budget."""
+def memory_block(
+    memories: list[dict[str, Any]], ctx: Context, counter: TokenCounter, budget: int | None = None
+) -> str:
+    """The memory block, dropping the least relevant memories until it fits `budget` tokens.
+
+    Args:
+        memories: What `retrieve_memories` found this turn.
+        ctx: The run's settings (line length).
+        counter: The model's token counter.
+        budget: Tokens the block may use (default `ctx.budget_memory`).
+
+    Returns:
+        The block, or "" when not even one memory fits.
+    """
+    limit = ctx.budget_memory if budget is None else budget
     kept = list(memories)
     while kept:
         block = prompts.MEMORY_BLOCK.format(memories="\n".join(memory_lines(kept, ctx)))
-        if counter.count(block) <= ctx.budget_memory:
+        if counter.count(block) <= limit:
             return block
         # Profile fields (score None) are kept longest; then the best-scored memories.
         worst = min(
@@ -50,6 +67,25 @@ def memory_block(memories: list[dict[str, Any]], ctx: Context, counter: TokenCou
             key=lambda i: (kept[i].get("score") is None, kept[i].get("score") or 0),
         )
         kept.pop(worst)
+    return ""
+
+
+def recap_block(recaps: list[dict[str, Any]], budget: int, counter: TokenCounter) -> str:
+    """The previous sessions' summaries, newest first, dropping the oldest until they fit."""
+    kept = list(recaps)
+    while kept:
+        lines = [prompts.RECAP_LINE.format(date=r.get("date", ""), text=r["text"]) for r in kept]
+        block = prompts.RECAP_BLOCK.format(recaps="\n".join(lines))
+        if counter.count(block) <= budget:
+            return block
+        if len(kept) == 1:
+            room = budget - counter.count(prompts.RECAP_BLOCK.format(recaps=""))
+            if room < MIN_SUMMARY_ROOM:
+                return ""
+            line = shorten_text(lines[0], room, counter)
+            block = prompts.RECAP_BLOCK.format(recaps=line)
+            return block if counter.count(block) <= budget else ""
+        kept.pop()
     return ""
 
 
@@ -62,61 +98,171 @@ def task_text(state: State) -> str:
     return prompts.TASK_BLOCK.format(task=json.dumps(task, ensure_ascii=False))
 
 
-def system_text(state: State, ctx: Context, counter: TokenCounter) -> str:
-    """The pinned system prompt, then the summary and the task state within their budgets."""
-    system = ctx.system_prompt.replace("{time}", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
-    system = shorten_text(system, ctx.budget_system, counter)
-    if state.summary:
-        summary = shorten_text(state.summary, ctx.budget_summary, counter)
-        system += "\n\n" + prompts.SUMMARY_BLOCK.format(summary=summary)
+def system_prompt(ctx: Context) -> str:
+    """The pinned system prompt with the current time filled in."""
+    return ctx.system_prompt.replace("{time}", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def summary_part(state: State, budget: int, counter: TokenCounter) -> str:
+    """The task state, then the running summary (shortened with a marker if need be).
+
+    The whole part, with its separator, stays within `budget` tokens; what cannot fit even
+    shortened is left out.
+    """
     task = task_text(state)
-    if task:
-        system += "\n\n" + task
-    return system
+    if task and _part_tokens(task, counter) > budget:
+        task = shorten_text(task, budget - SEPARATOR_TOKENS, counter)
+        if _part_tokens(task, counter) > budget:
+            task = ""
+    if not state.summary:
+        return task
+    room = budget - _part_tokens(task, counter) - counter.count(prompts.SUMMARY_BLOCK.format(summary=""))
+    room -= SEPARATOR_TOKENS
+    while room >= MIN_SUMMARY_ROOM:
+        block = prompts.SUMMARY_BLOCK.format(summary=shorten_text(state.summary, room, counter))
+        text = "\n\n".join(t for t in (task, block) if t)
+        excess = _part_tokens(text, counter) - budget
+        if excess <= 0:
+            return text
+        room -= excess
+    return task
+
+
+def memory_part(state: State, ctx: Context, budget: int, counter: TokenCounter) -> tuple[str, str]:
+    """Previous sessions' summaries (up to half the part when there are memories too), then memories.
+
+    Returns:
+        `(recap block, memory block)`, either possibly "".
+    """
+    recaps = list(state.recaps or [])
+    recap_ids = {r.get("id") for r in recaps}
+    memories = [m for m in state.memories if m.get("id") not in recap_ids]
+    stored = str((state.prompt or {}).get("memory_block", "")) if not state.memories else ""
+    recap = ""
+    used = 0
+    if recaps:
+        share = budget // 2 if (memories or stored) else budget
+        recap = recap_block(recaps, share - SEPARATOR_TOKENS, counter)
+        used = _part_tokens(recap, counter)
+    room = budget - used - SEPARATOR_TOKENS
+    if memories:
+        block = memory_block(memories, ctx, counter, room)
+    elif stored and counter.count(stored) <= room:
+        block = stored  # a block decided earlier (callers that render without retrieval)
+    else:
+        block = ""
+    return recap, block
+
+
+def _part_tokens(text: str, counter: TokenCounter) -> int:
+    return counter.count(text) + SEPARATOR_TOKENS if text else 0
+
+
+@dataclass
+class Rendered:
+    """A model request and how it was made."""
+
+    messages: list[AnyMessage]
+    """The exact request: the system message, then the history."""
+    usage: dict[str, int]
+    """Tokens per part (`system`, `summary`, `memory`, `history`), `output_reserve`, `total`."""
+    parts: dict[str, str] = field(default_factory=dict)
+    """The text blocks: `system`, `summary`, `recaps`, `memories`."""
+
+
+def assemble(state: State, ctx: Context, counter: TokenCounter) -> Rendered:
+    """The exact model request for the current state, its tokens per part, and its blocks.
+
+    The parts are filled in `ctx.budget_order`; each takes at most its budget and at most what
+    is left of `context_window - budget_output`, so the request never exceeds the window. The
+    system prompt comes first and is never cut; the history is the newest whole turns that fit
+    (a tool call and its results are never split; an over-long newest turn is shortened with a
+    visible marker); the memory block goes into the system message or next to the newest user
+    input, as `memory_position` says.
+
+    Raises:
+        InputError: the system prompt alone is over `budget_system`, or the newest turn cannot
+            be made to fit what is left for the history.
+    """
+    limit = ctx.context_window - ctx.budget_output
+    left = limit - REPLY_OVERHEAD - MESSAGE_OVERHEAD
+    texts: dict[str, str] = {}
+    usage: dict[str, int] = {}
+    history: list[AnyMessage] = []
+    history_room = 0
+    for part in ctx.budget_parts():
+        allowance = max(0, min(ctx.part_budget(part), left))
+        if part == "system":
+            texts[part] = system_prompt(ctx)
+            usage[part] = counter.count(texts[part]) + MESSAGE_OVERHEAD
+            if usage[part] > allowance + MESSAGE_OVERHEAD:
+                raise InputError(
+                    f"mneme: the system prompt has {usage[part] - MESSAGE_OVERHEAD} tokens, more than "
+                    f"budget_system={ctx.budget_system}; it is never cut: shorten it or raise budget_system"
+                )
+            left -= usage[part] - MESSAGE_OVERHEAD
+        elif part == "history":
+            history_room = allowance
+            history = fit_messages(state.messages, allowance, counter)
+            usage[part] = sum(counter.count_message(m) for m in history)
+            left -= usage[part]
+        elif part == "summary":
+            texts[part] = summary_part(state, allowance, counter)
+            usage[part] = _part_tokens(texts[part], counter)
+            left -= usage[part]
+        else:
+            texts["recaps"], texts["memories"] = memory_part(state, ctx, allowance, counter)
+            usage[part] = _part_tokens(texts["recaps"], counter) + _part_tokens(texts["memories"], counter)
+            left -= usage[part]
+    messages = _join(texts, history, ctx)
+    total = counter.count_messages(messages)
+    # Joining blocks can tokenize a little differently from counting them apart: take it off
+    # the history rather than ever going over the window.
+    while total > limit and history:
+        history_room -= total - limit
+        history = fit_messages(state.messages, max(0, history_room), counter)
+        messages = _join(texts, history, ctx)
+        total = counter.count_messages(messages)
+        usage["history"] = sum(counter.count_message(m) for m in history)
+    usage["output_reserve"] = ctx.budget_output
+    usage["total"] = total
+    return Rendered(messages=messages, usage=usage, parts=texts)
 
 
 def render(state: State, ctx: Context, counter: TokenCounter) -> tuple[list[AnyMessage], dict[str, int]]:
-    """The exact model request for the current state, and its tokens per part.
+    """The exact model request for the current state and its tokens per part (see `assemble`)."""
+    out = assemble(state, ctx, counter)
+    return out.messages, out.usage
 
-    The system prompt comes first and is never trimmed by history; the history is the newest
-    whole turns that fit (a tool call and its results are never split); the memory block goes
-    into the system message or next to the newest user input, as `memory_position` says.
-    """
-    block = str((state.prompt or {}).get("memory_block", ""))
-    system = system_text(state, ctx, counter)
-    if block and ctx.memory_position == "system":
-        system += "\n\n" + block
-    # Whatever the parts add up to, the request plus the output reserve stays in the window.
-    room = ctx.context_window - ctx.budget_output - counter.count_messages([SystemMessage(content=system)])
-    if ctx.memory_position == "user":
-        room -= counter.count(block)
-    history = fit_messages(state.messages, max(0, min(ctx.budget_history, room)), counter)
-    if block and ctx.memory_position == "user":
+
+def _join(texts: dict[str, str], history: list[AnyMessage], ctx: Context) -> list[AnyMessage]:
+    """The system message (its blocks in budget order) and the history, memory placed as asked."""
+    memory = "\n\n".join(t for t in (texts.get("recaps", ""), texts.get("memories", "")) if t)
+    history = list(history)
+    if memory and ctx.memory_position == "user":
         for i in range(len(history) - 1, -1, -1):
             if isinstance(history[i], HumanMessage):
                 msg = history[i]
-                history[i] = msg.model_copy(update={"content": f"{block}\n\n{msg.content}"})
+                history[i] = msg.model_copy(update={"content": f"{memory}\n\n{message_text(msg)}"})
+                memory = ""
                 break
-    messages: list[AnyMessage] = [SystemMessage(content=system), *history]
-    usage = {
-        "system": counter.count(system) - (counter.count(block) if ctx.memory_position == "system" else 0),
-        "memory": counter.count(block),
-        "summary": counter.count(state.summary) if state.summary else 0,
-        "history": sum(counter.count_message(m) for m in history),
-        "output_reserve": ctx.budget_output,
-    }
-    usage["total"] = counter.count_messages(messages)
-    return messages, usage
+    blocks = []
+    for part in ctx.budget_parts():
+        text = memory if part == "memory" else texts.get(part, "")
+        if text:
+            blocks.append(text)
+    return [SystemMessage(content="\n\n".join(blocks)), *history]
 
 
 def build_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Decide the memory block of this turn and record the token use of each part."""
     ctx = context_of(runtime)
-    counter = counter_of(ctx)
-    block = memory_block(state.memories, ctx, counter)
-    prompt = {"memory_block": block}
-    probe = State(**{**state.__dict__, "prompt": prompt})
-    _, usage = render(probe, ctx, counter)
+    out = assemble(state, ctx, counter_of(ctx))
+    prompt = {
+        "memory_block": out.parts.get("memories", ""),
+        "recap_block": out.parts.get("recaps", ""),
+        "history_start": next((m.id for m in out.messages[1:] if m.id), None),
+    }
     if ctx.debug:
-        log.info(json.dumps({"stage": "build_context", "usage": usage}, ensure_ascii=False))
-    return {"prompt": prompt, "token_usage": usage}
+        debuglog.write(ctx, {"stage": "build_context", "usage": out.usage, "prompt": prompt})
+    return {"prompt": prompt, "token_usage": out.usage}

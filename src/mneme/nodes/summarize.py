@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -16,9 +17,11 @@ from mneme.memory.record import Source
 from mneme.memory.write import WriteContext, Writer
 from mneme.models import is_offline, resolve_model
 from mneme.nodes.build_context import counter_of
-from mneme.state import Node, State
+from mneme.state import Node, State, TaskState
 from mneme.tokens import TokenCounter, message_text
-from mneme.window import split_turns, turn_tokens
+from mneme.window import shorten_text, split_turns, turn_tokens
+
+log = logging.getLogger("mneme.summarize")
 
 KEEP_RATIO = 0.5
 """After summarizing, the history holds at most this share of its budget (so that summarizing
@@ -29,6 +32,7 @@ _INFORMATIVE = re.compile(
     r"\d|[A-Z][a-z]+|订单|地址|电话|日期|决定|确认|同意|以后|偏好|喜欢|不要|需要|"
     r"decid|agree|confirm|prefer|always|never|need|want|address|order|date",
 )
+_ID = re.compile(r"\d{4,}|[A-Z]{2,}\d+")
 _CLAUSE = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.!?])\s+")
 
 
@@ -54,11 +58,26 @@ def excerpt(turns: Sequence[Sequence[AnyMessage]]) -> list[str]:
     return lines
 
 
-def extractive_summary(previous: str, lines: list[str], budget: int, counter: TokenCounter) -> str:
+def pinned_terms(task: TaskState | dict[str, Any] | None) -> list[str]:
+    """The values the task state holds (order ids, dates, amounts): summaries keep them first."""
+    slots = (task or {}).get("slots") or {}
+    return [str(v) for v in slots.values() if str(v).strip()]
+
+
+def line_score(line: str, pinned: Sequence[str]) -> int:
+    """How much a summary line is worth keeping: task values, then ids and numbers, then cues."""
+    score = len(_ID.findall(line)) * 3 + len(_INFORMATIVE.findall(line))
+    return score + 100 * sum(1 for term in pinned if term in line)
+
+
+def extractive_summary(
+    previous: str, lines: list[str], budget: int, counter: TokenCounter, pinned: Sequence[str] = ()
+) -> str:
     """The offline summarizer: keep the clauses that carry names, numbers, ids, dates, decisions.
 
     When the summary outgrows its budget, the least informative lines go first, oldest first
-    among equals, so an order id said long ago outlives small talk said recently.
+    among equals, so an order id said long ago outlives small talk said recently; lines with
+    a value of the task state (`pinned`) are kept longest.
     """
     kept = [line for line in previous.splitlines() if line.strip()]
     for line in lines:
@@ -70,23 +89,44 @@ def extractive_summary(previous: str, lines: list[str], budget: int, counter: To
     # Drop duplicates, keep order.
     seen: set[str] = set()
     kept = [k for k in kept if not (k in seen or seen.add(k))]  # type: ignore[func-returns-value]
-    while kept and counter.count("\n".join(kept)) > budget:
-        scores = [len(re.findall(r"\d{4,}|[A-Z]{2,}\d+", k)) * 3 + len(_INFORMATIVE.findall(k)) for k in kept]
-        kept.pop(min(range(len(kept)), key=lambda i: (scores[i], i)))
-    return "\n".join(kept)
+    sizes = [counter.count(k) + 1 for k in kept]
+    total = sum(sizes)
+    while kept and total > budget:
+        scores = [line_score(k, pinned) for k in kept]
+        worst = min(range(len(kept)), key=lambda i: (scores[i], i))
+        kept.pop(worst)
+        total -= sizes.pop(worst)
+    text = "\n".join(kept)
+    return text if counter.count(text) <= budget else shorten_text(text, budget, counter)
 
 
 def llm_summary(
-    model: BaseChatModel, previous: str, lines: list[str], budget: int, counter: TokenCounter
+    model: BaseChatModel,
+    previous: str,
+    lines: list[str],
+    budget: int,
+    counter: TokenCounter,
+    pinned: Sequence[str] = (),
 ) -> str:
-    """Ask the model to fold the excerpt into the summary (prompt in `prompts.SUMMARIZE_PROMPT`)."""
+    """Ask the model to fold the excerpt into the summary (prompt in `prompts.SUMMARIZE_PROMPT`).
+
+    A failed call, or a reply over the budget, falls back to the extractive summary: the
+    turns are removed from the thread only once their summary exists.
+    """
     prompt = prompts.SUMMARIZE_PROMPT.format(
-        max_words=max(30, budget // 2), summary=previous or "(none)", excerpt="\n".join(lines)
+        max_words=max(30, budget // 2),
+        summary=previous or "(none)",
+        keep=", ".join(pinned) or "(none)",
+        excerpt="\n".join(lines),
     )
-    reply = model.invoke(prompt)
+    try:
+        reply = model.invoke(prompt)
+    except Exception as exc:
+        log.warning("mneme: the LLM summarizer failed (%s); using the extractive summary", exc)
+        return extractive_summary(previous, lines, budget, counter, pinned)
     text = message_text(reply).strip() if isinstance(reply, AIMessage) else str(reply)
-    if counter.count(text) > budget:
-        return extractive_summary(previous, lines, budget, counter)
+    if not text or counter.count(text) > budget:
+        return extractive_summary(previous, lines, budget, counter, pinned)
     return text
 
 
@@ -102,18 +142,21 @@ def make_summarize(
         counter = counter_of(ctx, spec)
         turns = split_turns(state.messages)
         total = sum(turn_tokens(t, counter) for t in turns)
-        if total <= ctx.budget_history or len(turns) < 2:
+        budget = ctx.history_budget()
+        if total <= budget or len(turns) < 2:
             return {}
         removed: list[list[AnyMessage]] = []
-        while len(turns) > 1 and total > ctx.budget_history * KEEP_RATIO:
+        while len(turns) > 1 and total > budget * KEEP_RATIO:
             turn = turns.pop(0)
             total -= turn_tokens(turn, counter)
             removed.append(turn)
         lines = excerpt(removed)
+        pinned = pinned_terms(state.task)
         if is_offline(spec):
-            summary = extractive_summary(state.summary, lines, ctx.budget_summary, counter)
+            summary = extractive_summary(state.summary, lines, ctx.budget_summary, counter, pinned)
         else:
-            summary = llm_summary(resolve_model(spec), state.summary, lines, ctx.budget_summary, counter)
+            chat = resolve_model(spec)
+            summary = llm_summary(chat, state.summary, lines, ctx.budget_summary, counter, pinned)
         if runtime.store is not None and ctx.user_id:
             thread = thread_id()
             episodes = []
