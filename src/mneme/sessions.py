@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import builtins
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, Field
 
+from mneme import recap
 from mneme.errors import NotFoundError
 from mneme.memory.record import Source, check_user
 from mneme.memory.repo import Repo
@@ -211,6 +215,53 @@ class Sessions:
                     writer.delete(record, ctx, reason="its session was deleted")
         self.checkpointer.delete_thread(thread_id)
         self._repo.delete_session(user_id, thread_id)
+
+    def end(self, thread_id: str, *, user_id: str, model: str | BaseChatModel | None = None) -> SessionInfo:
+        """End a session: store its summary (topic, decisions, open items) as an episodic memory.
+
+        The user's next session starts with it (see `Context.recap_sessions`). Ending a session
+        that goes on later is fine: its summary memory is updated when it ends again.
+
+        Args:
+            thread_id: The session.
+            user_id: Its user.
+            model: Write the summary with this chat model (`SESSION_RECAP_PROMPT`); None or
+                `offline`: the extractive summary.
+
+        Raises:
+            NotFoundError: the thread is unknown or belongs to another user.
+        """
+        from mneme.models import is_offline, resolve_model
+
+        record = self._record(thread_id, user_id)
+        values = self.state(thread_id)
+        messages = [m for m in values.get("messages") or [] if isinstance(m, BaseMessage)]
+        text = recap.recap_text(
+            title=str(record.get("title", "")),
+            turns=int(record.get("turns", 0)),
+            summary=str(values.get("summary") or ""),
+            task=values.get("task"),
+            messages=messages,  # type: ignore[arg-type]
+        )
+        if model is not None and not is_offline(model):
+            text = recap.llm_recap(
+                resolve_model(model),
+                summary=str(values.get("summary") or ""),
+                task=values.get("task"),
+                messages=messages,  # type: ignore[arg-type]
+                fallback=text,
+            )
+        recap.end_session(self.store, user_id, thread_id, text=text)
+        return self._info(user_id, self._record(thread_id, user_id))
+
+    def close_idle(self, *, user_id: str, idle_for: timedelta = timedelta(minutes=30)) -> builtins.list[str]:
+        """End every session of a user unused for `idle_for` whose summary is not stored yet.
+
+        Returns:
+            The thread ids that were ended.
+        """
+        check_user(user_id)
+        return recap.end_idle_sessions(self.store, user_id, idle_for=idle_for)
 
     # -- helpers -----------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,11 +12,13 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from mneme import debuglog
-from mneme.context import Context, context_of
+from mneme import debuglog, recap
+from mneme.context import Context, context_of, thread_id
 from mneme.models import model_name, resolve_model
 from mneme.nodes.build_context import assemble, counter_of
 from mneme.state import Node, State
+
+log = logging.getLogger("mneme.agent")
 
 
 def bound_model(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> Runnable[Any, Any]:
@@ -30,6 +33,18 @@ def bound_model(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) ->
 
 
 _bound: dict[tuple[int, tuple[str, ...]], Runnable[Any, Any]] = {}
+
+
+def note_session(state: State, reply: AIMessage, ctx: Context, runtime: Runtime[Context]) -> None:
+    """After the final reply of a turn, record the session's recap (what a next session sees)."""
+    thread = thread_id()
+    if runtime.store is None or not thread or not ctx.user_id:
+        return
+    values = {"messages": [*state.messages, reply], "summary": state.summary, "task": state.task}
+    try:
+        recap.note_turn(runtime.store, ctx.user_id, thread, values)
+    except Exception as exc:  # the reply matters more than its recap
+        log.warning("mneme: could not record the recap of session %s: %s", thread, exc)
 
 
 def make_agent(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> Node:
@@ -55,6 +70,8 @@ def make_agent(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> 
         response = bound_model(spec, tools).invoke(messages)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=str(getattr(response, "content", response)))
+        if not response.tool_calls:
+            note_session(state, response, ctx, runtime)
         return {"messages": [response], "token_usage": usage}
 
     return agent

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AnyMessage, HumanMessage, RemoveMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 
+from mneme import recap
 from mneme.context import Context, context_of, thread_id
 from mneme.errors import InputError
 from mneme.memory.record import check_user, now_iso
 from mneme.memory.repo import Repo
 from mneme.state import GroupInput, State, TaskState
 from mneme.tokens import message_text
+
+log = logging.getLogger("mneme.ingest")
 
 TITLE_CHARS = 60
 
@@ -26,26 +33,104 @@ _SLOT_PATTERNS: dict[str, re.Pattern[str]] = {
     "date": re.compile(r"\d{4}[-/年]\d{1,2}[-/月]\d{1,2}日?|\d{1,2}月\d{1,2}[日号]"),
     "amount": re.compile(r"(?:¥|￥|\$|RMB\s?)\s?\d+(?:\.\d+)?|\d+(?:\.\d+)?\s?(?:元|块|dollars?|USD)", re.I),
     "phone": re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)"),
+    "address": re.compile(
+        r"(?:地址(?:是|为|改成|改为|[:：])\s*)([^\s，,。；;！!？?]{4,60})"
+        r"|(?:寄到|送到|发到|改到|改成|改为|住在|到|在)?([\u4e00-\u9fff]{2,3}(?:省|市)[\u4e00-\u9fff\d]{1,30}?"
+        r"(?:区|县|路|街|道)(?:[\u4e00-\u9fff\d-]*?\d+[号室楼弄](?:\d+[号室楼])*)?)"
+        r"|(?:address\s*(?:is|:)\s*)([^.;!?\n]{6,80})"
+        r"|(\b\d{1,5}\s+(?:[A-Z][a-z]+\s){1,3}(?:Street|St|Road|Rd|Avenue|Ave|Boulevard|Blvd|Lane|Ln|Drive|Dr)\b\.?)",
+        re.I,
+    ),
 }
 _INTENTS: list[tuple[str, re.Pattern[str]]] = [
     ("return", re.compile(r"退货|退款|退换|return|refund", re.I)),
     ("order_status", re.compile(r"发货|物流|到哪|shipped|track|where is my", re.I)),
+    ("change_address", re.compile(r"改地址|地址改|修改地址|change (?:my |the )?address", re.I)),
     ("forget", re.compile(r"忘掉|忘记|删除我|forget|delete my", re.I)),
     ("preference", re.compile(r"以后|喜欢|偏好|不要|prefer|always|don't like", re.I)),
 ]
+_PENDING: dict[str, str] = {
+    "order_status": "look up order {order_id} and tell its status",
+    "return": "explain how to return order {order_id}",
+    "change_address": "change the delivery address of order {order_id}",
+    "forget": "forget what the user asked to forget",
+}
+"""What the agent still has to do for an intent (slots filled in)."""
+ASK_ORDER_ID = "ask for the order id"
+_NEEDS_ORDER = {"order_status", "return", "change_address"}
+_QUESTION = re.compile(r"[?？]\s*$")
 
 
-def update_task(task: TaskState, text: str) -> TaskState:
-    """Fold the slots and intent found in a user message into the task state."""
+def _found(match: str | tuple[str, ...]) -> str:
+    """The text of a regex hit (the first non-empty group when the pattern has groups)."""
+    if isinstance(match, str):
+        return match.strip()
+    return next((g.strip() for g in match if g and g.strip()), "")
+
+
+def tool_slots(messages: Sequence[AnyMessage]) -> dict[str, str]:
+    """Slots learned from tool results (an order's status), oldest first so the newest wins."""
+    slots: dict[str, str] = {}
+    for msg in messages:
+        if not isinstance(msg, ToolMessage):
+            continue
+        try:
+            data = json.loads(message_text(msg))
+        except (ValueError, TypeError):
+            continue
+        if isinstance(data, dict) and data.get("order_id") and data.get("status"):
+            slots["order_id"] = str(data["order_id"])
+            slots["order_status"] = str(data["status"])
+    return slots
+
+
+def last_question(messages: Sequence[AnyMessage]) -> str:
+    """The assistant's last reply if it asked the user something (what the user now answers)."""
+    for msg in reversed(messages):
+        if isinstance(msg, AIMessage) and not msg.tool_calls:
+            text = " ".join(message_text(msg).split())
+            return text[-120:] if _QUESTION.search(text) else ""
+        if isinstance(msg, HumanMessage) and msg is not messages[-1]:
+            return ""
+    return ""
+
+
+def update_task(task: TaskState, text: str, previous: Sequence[AnyMessage] = ()) -> TaskState:
+    """The task state after a new user message.
+
+    Slots: values found in the message (order ids, dates, amounts, phones, addresses) and in
+    the previous turn's tool results (an order's status); the newest value of a slot wins.
+    Intent: from the message, else the previous intent. Pending action: what the intent still
+    needs (asking for a missing order id first), else the question the user is answering.
+
+    Args:
+        task: The task state so far.
+        text: The new user message.
+        previous: The thread's messages before it.
+
+    Returns:
+        The new task state.
+    """
     slots = dict(task.get("slots") or {})
+    starts = [i for i, m in enumerate(previous) if isinstance(m, HumanMessage)]
+    slots.update(tool_slots(previous[starts[-1] if starts else 0 :]))  # the previous turn's results
     for name, pattern in _SLOT_PATTERNS.items():
-        found = pattern.findall(text)
+        found = [_found(m) for m in pattern.findall(text)]
+        found = [f for f in found if f]
         if found:
-            slots[name] = found[-1] if isinstance(found[-1], str) else found[-1][0]
-    intent = next((name for name, rx in _INTENTS if rx.search(text)), task.get("intent") or "chat")
+            if name == "order_id" and found[-1] != slots.get("order_id"):
+                slots.pop("order_status", None)  # a new order: the old status no longer applies
+            slots[name] = found[-1]
+    said = next((name for name, rx in _INTENTS if rx.search(text)), None)
+    intent = said or task.get("intent") or "chat"
     out = TaskState(slots=slots, intent=intent)
-    if task.get("pending_action"):
-        out["pending_action"] = task["pending_action"]
+    gave_id = task.get("pending_action") == ASK_ORDER_ID and "order_id" in slots
+    if intent in _NEEDS_ORDER and "order_id" not in slots:
+        out["pending_action"] = ASK_ORDER_ID
+    elif intent in _PENDING and (said == intent or gave_id):
+        out["pending_action"] = _PENDING[intent].format(order_id=slots.get("order_id", ""))
+    elif question := last_question(previous):
+        out["pending_action"] = f"use the user's answer to: {question}"
     return out
 
 
@@ -122,22 +207,49 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if new_messages or removals:
         updates["messages"] = [*removals, *new_messages]
     updates["turn_start"] = last.id or ""
-    updates["task"] = update_task(state.task, text)
+    earlier = [m for m in state.messages if m.id != last.id]
+    updates["task"] = update_task(state.task, text, earlier)
     updates["participants"] = participants
-    if runtime.store is not None:
-        thread = thread_id()
-        if thread:
-            repo = Repo(runtime.store)
-            now = now_iso()
-            session = repo.session(user, thread) or {
-                "thread_id": thread,
-                "user_id": user,
-                "created_at": now,
-                "title": text.strip().splitlines()[0][:TITLE_CHARS],
-                "turns": 0,
-            }
-            session.update(updated_at=now, turns=int(session.get("turns", 0)) + 1)
-            if state.group:
-                session["group"] = True
-            repo.put_session(user, thread, session)
+    thread = thread_id()
+    if runtime.store is not None and thread:
+        title = str((state.group or {}).get("trigger", {}).get("content", "")) if state.group else text
+        if record_session(runtime.store, user, thread, title, group=bool(state.group)):
+            updates["recaps"] = start_session(runtime.store, user, thread, ctx)
     return updates
+
+
+def record_session(store: BaseStore, user: str, thread: str, title: str, *, group: bool) -> bool:
+    """Create or update the session record of a thread; True when the session is new."""
+    repo = Repo(store)
+    now = now_iso()
+    session = repo.session(user, thread)
+    new = session is None
+    if session is None:
+        first = (title.strip().splitlines() or [""])[0]
+        session = {
+            "thread_id": thread,
+            "user_id": user,
+            "created_at": now,
+            "title": first[:TITLE_CHARS],
+            "turns": 0,
+        }
+    session.update(updated_at=now, turns=int(session.get("turns", 0)) + 1)
+    if group:
+        session["group"] = True
+    repo.put_session(user, thread, session)
+    return new
+
+
+def start_session(store: BaseStore, user: str, thread: str, ctx: Context) -> list[dict[str, Any]]:
+    """Begin a session: end the user's other sessions, load the most recent recaps.
+
+    The other sessions' recaps are stored as episodic memories (a session whose user started
+    another one counts as ended; it is recapped again if it goes on later).
+    """
+    if ctx.recap_sessions <= 0:
+        return []
+    try:
+        recap.end_idle_sessions(store, user, exclude=thread, agent_id=ctx.agent_id or None)
+    except Exception as exc:  # the new session must start even if an old recap cannot be stored
+        log.warning("mneme: could not store the recaps of %s's earlier sessions: %s", user, exc)
+    return recap.recent_recaps(store, user, exclude=thread, limit=ctx.recap_sessions)

@@ -1,0 +1,105 @@
+"""Session summaries: stored as episodic memory when a session ends, shown when the next one starts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from langchain_core.messages import SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from mneme.graph import build_graph
+from mneme.memory.api import Memory
+from mneme.sessions import Sessions
+from tests.fakes import ScriptedChatModel
+
+ORDER = "我的订单号是20240508001，发货了吗？"
+
+
+def _ask(graph: Any, user: str, thread: str, text: str, **ctx: Any) -> dict[str, Any]:
+    return graph.invoke(
+        {"messages": [{"role": "user", "content": text}]},
+        {"configurable": {"thread_id": thread}},
+        context={"user_id": user, **ctx},
+    )
+
+
+def _recap_memories(store: InMemoryStore, user: str) -> list[Any]:
+    episodes = Memory(store).get_all(user_id=user, kinds=["episodic"])
+    return [r for r in episodes if r.metadata.get("source") == "session_summary"]
+
+
+def test_a_new_session_starts_with_last_sessions_summary(mem_store: InMemoryStore) -> None:
+    saver = InMemorySaver()
+    offline = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    _ask(offline, "user_123", "s1", ORDER)  # looked up: shipped, in transit
+    assert _recap_memories(mem_store, "user_123") == []  # the session is still going on
+
+    model = ScriptedChatModel.script("您好！")
+    scripted = build_graph(model=model, checkpointer=saver, store=mem_store)
+    out = _ask(scripted, "user_123", "s2", "你好")
+    [stored] = _recap_memories(mem_store, "user_123")  # s1 ended when s2 began
+    assert "20240508001" in stored.text and "已发货" in stored.text and stored.source.thread_id == "s1"
+    assert [r["thread_id"] for r in out["recaps"]] == ["s1"]
+    system = model.seen[0][0]
+    assert isinstance(system, SystemMessage)
+    assert "<previous_sessions>" in system.content and "20240508001" in system.content
+    assert out["token_usage"]["memory"] <= 768
+    # The summary is the session's own: topic, facts and what was settled.
+    assert "order_status" in stored.text and "order_id 20240508001" in stored.text
+
+
+def test_other_users_never_see_the_summary(mem_store: InMemoryStore) -> None:
+    saver = InMemorySaver()
+    offline = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    _ask(offline, "alice", "a1", ORDER)
+    model = ScriptedChatModel.script("hi")
+    out = _ask(build_graph(model=model, checkpointer=saver, store=mem_store), "bob", "b1", "hello")
+    assert out["recaps"] == []
+    assert "20240508001" not in model.seen[0][0].content
+    assert _recap_memories(mem_store, "bob") == []
+
+
+def test_a_forgotten_summary_is_not_loaded_again(mem_store: InMemoryStore) -> None:
+    saver = InMemorySaver()
+    graph = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    _ask(graph, "alice", "a1", ORDER)
+    sessions = Sessions(saver, mem_store)
+    info = sessions.end("a1", user_id="alice")
+    assert info.ended_at and "20240508001" in info.recap
+    [stored] = _recap_memories(mem_store, "alice")
+    Memory(mem_store).delete(stored.id, user_id="alice")
+    out = _ask(graph, "alice", "a2", "你好")
+    assert out["recaps"] == []
+
+
+def test_ending_again_updates_the_same_memory(mem_store: InMemoryStore) -> None:
+    saver = InMemorySaver()
+    graph = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    sessions = Sessions(saver, mem_store)
+    _ask(graph, "alice", "a1", ORDER)
+    sessions.end("a1", user_id="alice")
+    _ask(graph, "alice", "a1", "地址改为上海市浦东新区世纪大道100号")
+    sessions.end("a1", user_id="alice")
+    [stored] = _recap_memories(mem_store, "alice")
+    assert "上海市浦东新区世纪大道100号" in stored.text and "20240508001" in stored.text
+    assert sessions.close_idle(user_id="alice", idle_for=timedelta(0)) == []  # nothing new to store
+
+
+def test_idle_sessions_are_closed_by_the_api(mem_store: InMemoryStore) -> None:
+    saver = InMemorySaver()
+    graph = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    _ask(graph, "alice", "a1", ORDER)
+    sessions = Sessions(saver, mem_store)
+    assert sessions.close_idle(user_id="alice", idle_for=timedelta(hours=1)) == []  # not idle yet
+    assert sessions.close_idle(user_id="alice", idle_for=timedelta(0)) == ["a1"]
+    assert len(_recap_memories(mem_store, "alice")) == 1
+
+
+def test_recaps_can_be_switched_off(mem_store: InMemoryStore) -> None:
+    saver = InMemorySaver()
+    graph = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    _ask(graph, "alice", "a1", ORDER)
+    out = _ask(graph, "alice", "a2", "你好", recap_sessions=0)
+    assert out["recaps"] == [] and _recap_memories(mem_store, "alice") == []
