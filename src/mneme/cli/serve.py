@@ -34,7 +34,6 @@ def serve(
     def start() -> None:
         import uvicorn
 
-        from mneme.memory.api import Memory
         from mneme.server.app import create_app
         from mneme.server.auth import KeyRing
         from mneme.server.backend import HomeBackend
@@ -43,19 +42,21 @@ def serve(
         generated = None
         if keys.empty:
             keys, generated = KeyRing.generated()
-        memory = Memory.open(home, chroma_url=chroma_url)  # fail now if the home is in use
+        backend = HomeBackend(home, chroma_url=chroma_url)
+        backend.open_now()  # fail now if the home is in use
         shown = "localhost" if host in ("0.0.0.0", "::") else host
         err.print(
             f"mneme: serving http://{shown}:{port}  ·  admin page http://{shown}:{port}/admin",
             highlight=False,
+            soft_wrap=True,
         )
         if generated:
             err.print(
-                f"mneme: API key for this run (set MNEME_API_KEY to choose one): {generated}", highlight=False
+                f"mneme: API key for this run (set MNEME_API_KEY to choose one): {generated}",
+                highlight=False,
+                soft_wrap=True,
             )
-        uvicorn.run(
-            create_app(HomeBackend(memory=memory), keys=keys), host=host, port=port, log_level="warning"
-        )
+        uvicorn.run(create_app(backend, keys=keys), host=host, port=port, log_level="warning")
 
     guarded(start)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
+from mneme.home import Home, open_home
 from mneme.memory.aio import AsyncMemory
 from mneme.memory.api import Memory
 
@@ -54,45 +55,53 @@ class Backend(ABC):
 
 
 class HomeBackend(Backend):
-    """The memory of a home folder (embedded Chroma), or of a Chroma server (`chroma_url`).
+    """The memory and sessions of a home folder (embedded Chroma, or a Chroma server).
 
     An embedded home is owned by one process: while `mneme serve` runs on it, other processes
-    (the CLI) get `HomeLockedError`; share memory through a Chroma server instead.
+    (the CLI) get `HomeLockedError`; share memory through a Chroma server (`chroma_url` or
+    `$MNEME_CHROMA_URL`) instead. In the same process, the home is shared (reference counted).
     """
 
-    def __init__(
-        self, home: str | Path | None = None, *, chroma_url: str | None = None, memory: Memory | None = None
-    ) -> None:
-        """Choose the memory.
+    def __init__(self, home: str | Path | None = None, *, chroma_url: str | None = None) -> None:
+        """Choose the home.
 
         Args:
             home: The data folder (default `$MNEME_HOME` or `./.mneme`).
             chroma_url: A Chroma server to use instead of the embedded store.
-            memory: An already open memory to serve (the app closes it at shutdown).
         """
         super().__init__()
         self.home = home
         self.chroma_url = chroma_url
-        self._given = memory
+        self._home: Home | None = None
+
+    def open_now(self) -> None:
+        """Open the home at once (blocking), so a home in use fails before the server starts.
+
+        Raises:
+            HomeLockedError: if another process owns the home.
+        """
+        if self._home is None:
+            self._home = open_home(self.home, chroma_url=self.chroma_url)
 
     async def _open(self) -> AsyncMemory:
-        if self._given is not None:
-            return AsyncMemory(self._given)
-        loop = asyncio.get_running_loop()
-        memory = await loop.run_in_executor(None, lambda: Memory.open(self.home, chroma_url=self.chroma_url))
-        return AsyncMemory(memory)
+        await asyncio.get_running_loop().run_in_executor(None, self.open_now)
+        assert self._home is not None
+        return AsyncMemory(Memory(self._home.store, owner=self._home))
+
+    async def close(self) -> None:
+        """Release the home (the memory owns it once opened)."""
+        if self._memory is None and self._home is not None:
+            self._home.close()
+        self._home = None
+        await super().close()
 
     def list_sessions(self, user_id: str) -> list[dict[str, Any]]:
         """Sessions from the home's checkpoints and session records."""
-        from mneme.home import open_home
         from mneme.sessions import Sessions
 
-        home = open_home(self.home, chroma_url=self.chroma_url)
-        try:
-            sessions = Sessions(home.checkpointer(), home.store)
-            return [s.model_dump(mode="json") for s in sessions.list(user_id=user_id)]
-        finally:
-            home.close()
+        assert self._home is not None
+        sessions = Sessions(self._home.checkpointer(), self._home.store)
+        return [s.model_dump(mode="json") for s in sessions.list(user_id=user_id)]
 
 
 class LangGraphServerBackend(Backend):
