@@ -83,6 +83,28 @@ class Context:
     redact_email: Literal["keep", "mask", "drop"] = "mask"
     """Policy for e-mail addresses found in memories."""
 
+    redact_cn_id: Literal["mask", "drop"] = "mask"
+    """Policy for Chinese resident ID numbers (checksum-verified); never kept in clear."""
+
+    redact_bank_card: Literal["mask", "drop"] = "mask"
+    """Policy for bank card numbers (Luhn-checked); never kept in clear."""
+
+    extractor: Literal["auto", "rules", "llm"] = "auto"
+    """How memories are extracted from a turn: `auto` (the chat model when it is a real one,
+    the offline rules with the `offline` model or a test fake), `rules` (the offline rules
+    only, never a model call), `llm` (the chat model, whatever it is). A model is called only
+    for turns the cheap gate finds worth it."""
+
+    ttl_profile_days: float = 0.0
+    """Default time to live of profile fields, in days (0: never expire)."""
+
+    ttl_semantic_days: float = 0.0
+    """Default time to live of facts and preferences, in days (0: never expire)."""
+
+    ttl_episodic_days: float = 365.0
+    """Default time to live of episodes (events, verbatim turns), in days (0: never expire).
+    Expired memories leave the current view with an EXPIRE history row."""
+
     max_message_chars: int = 2_000_000
     """Inputs longer than this are refused with a clear error; shorter ones are accepted and
     shortened with a visible marker if they exceed the history budget."""
@@ -117,6 +139,11 @@ class Context:
         self.budget_parts()  # checks budget_order
         if self.retrieval_limit < 0 or self.memory_max_chars < 10:
             raise InputError("mneme: retrieval_limit must be >= 0 and memory_max_chars >= 10")
+        if min(self.ttl_profile_days, self.ttl_semantic_days, self.ttl_episodic_days) < 0:
+            raise InputError("mneme: ttl_*_days cannot be negative (0 means never expire)")
+        from mneme.memory.redact import RedactionPolicy
+
+        RedactionPolicy.from_context(self)  # raises a clear InputError for a bad policy
 
     def budget_parts(self) -> list[str]:
         """The parts in `budget_order`, checked.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +14,28 @@ from langgraph.store.base import BaseStore
 
 from mneme.context import Context
 from mneme.errors import InputError, NotFoundError
-from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate, extract
-from mneme.memory.guard import poisoning_reason
+from mneme.memory.expiry import is_expired
+from mneme.memory.extract import Candidate
+from mneme.memory.gate import STATS
+from mneme.memory.pipeline import Pipeline, write_context
+from mneme.memory.queue import PendingJob
 from mneme.memory.record import (
+    ARCHIVE,
     HistoryEntry,
     Kind,
     MemoryChange,
     MemoryHit,
     MemoryRecord,
+    ProfileField,
     Source,
     check_user,
+    namespace,
     now_iso,
 )
 from mneme.memory.redact import RedactionPolicy
 from mneme.memory.repo import KINDS, Repo
 from mneme.memory.search import SearchSettings, search
-from mneme.memory.write import WriteContext, Writer
+from mneme.memory.write import WriteContext, Writer, archive_key, stable_id
 from mneme.tokens import message_text
 
 EXPORT_FORMAT = "mneme-export/1"
@@ -55,7 +62,7 @@ def to_messages(value: MessagesOrText) -> list[BaseMessage]:
 
 def policy_of(context: Context) -> RedactionPolicy:
     """The redaction policy a context asks for."""
-    return RedactionPolicy(phone=context.redact_phone, email=context.redact_email)
+    return RedactionPolicy.from_context(context)
 
 
 class Memory:
@@ -91,6 +98,7 @@ class Memory:
         self._owner = owner
         self._repo = Repo(store)
         self._writer = Writer(store)
+        self._pipe: Pipeline | None = None
 
     @classmethod
     def open(
@@ -132,6 +140,14 @@ class Memory:
 
     # -- writes ----------------------------------------------------------------------------
 
+    def _pipeline(self) -> Pipeline:
+        if self._pipe is None:
+            self._pipe = Pipeline(self.store, self.context, self.model)
+        return self._pipe
+
+    def _ctx(self, user_id: str, actor: str = "api", session_id: str | None = None) -> WriteContext:
+        return write_context(self.context, user_id, Source(thread_id=session_id, actor=actor))
+
     def add(
         self,
         messages_or_text: MessagesOrText,
@@ -144,6 +160,12 @@ class Memory:
     ) -> list[MemoryChange]:
         """Remember what a user said.
 
+        With `infer`, the user's messages are extracted into facts: by the chat model when
+        there is a real one (and the cheap gate finds the turn worth a call), else by the
+        offline rules. A message that tries to instruct the agent is refused (a REFUSE row in
+        history). If the model's replies fail validation twice, the messages are queued for
+        a retry (`retry_pending`) and a QUEUED change is returned: nothing is dropped.
+
         Args:
             messages_or_text: A text (a user message), a message dict or object, or a list.
             user_id: Whose memory.
@@ -154,7 +176,7 @@ class Memory:
             agent_id: The agent writing, if memory is scoped per agent.
 
         Returns:
-            The changes made: ADD, NOOP, SUPERSEDE, DELETE or REFUSE, with ids and texts.
+            The changes made: ADD, NOOP, SUPERSEDE, DELETE, REFUSE or QUEUED, with ids and texts.
         """
         check_user(user_id)
         messages = to_messages(messages_or_text)
@@ -165,14 +187,14 @@ class Memory:
             raise InputError("mneme: the message is empty")
         if metadata is not None and not isinstance(metadata, dict):
             raise InputError("mneme: metadata must be a dict")
-        ctx = WriteContext(
-            user_id=user_id,
-            source=Source(thread_id=session_id, actor="api", message_ids=[m.id for m in messages if m.id]),
-            metadata=dict(metadata or {}),
-            agent_id=agent_id,
-            policy=policy_of(self.context),
-        )
         if not infer:
+            ctx = write_context(
+                self.context,
+                user_id,
+                Source(thread_id=session_id, actor="api", message_ids=[m.id for m in messages if m.id]),
+                metadata,
+                agent_id,
+            )
             rows = []
             for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
                 if not text.strip():
@@ -181,18 +203,16 @@ class Memory:
                     raise InputError(f"mneme: a memory may be at most {MAX_TEXT_CHARS} characters")
                 rows.append((text, {"role": m.type, "message_id": m.id or str(i)}))
             return self._writer.add_verbatim(rows, ctx)
-        ctx.source.actor = "user"
-        candidates: list[Candidate] = []
-        refused: list[MemoryChange] = []
-        for m, text in zip(messages, texts, strict=True):
-            if m.type != "human" or not text.strip():
-                continue
-            reason = poisoning_reason(text[:MAX_EXTRACT_CHARS])
-            if reason:
-                refused.append(self._writer.refuse(text, reason, ctx))
-                continue
-            candidates.extend(extract(text))
-        return refused + self._writer.write(candidates, ctx)
+        said = [
+            {"role": "user", "content": text, "id": m.id}
+            for m, text in zip(messages, texts, strict=True)
+            if m.type == "human" and text.strip()
+        ]
+        if not said:
+            return []
+        pipeline = self._pipeline()
+        job = pipeline.job(user_id, said, session_id=session_id, metadata=metadata, agent_id=agent_id)
+        return pipeline.run(job)
 
     def save(
         self,
@@ -206,8 +226,28 @@ class Memory:
         metadata: dict[str, Any] | None = None,
         actor: str = "api",
         session_id: str | None = None,
+        ttl_days: float | None = None,
+        confirmed: bool = True,
     ) -> MemoryChange:
-        """Store one memory as given (no extraction), still guarded, redacted and reconciled."""
+        """Store one memory as given (no extraction), still guarded, redacted and reconciled.
+
+        Args:
+            text: The memory, in the user's language.
+            user_id: Whose memory.
+            kind: `profile`, `semantic` or `episodic`.
+            subject: A natural key (a profile field name): a later value of the same subject
+                supersedes this one, field by field.
+            value: The structured value of a keyed memory.
+            importance: 0..1.
+            metadata: Kept with the memory.
+            actor: Who writes (`api`, `agent`, `admin`).
+            session_id: The conversation it comes from.
+            ttl_days: Time to live in days (None: the default of its kind; 0: never expires).
+            confirmed: Whether the user stated it (False: inferred).
+
+        Returns:
+            The change made.
+        """
         check_user(user_id)
         if not isinstance(text, str) or not text.strip():
             raise InputError("mneme: the memory text is empty")
@@ -215,49 +255,144 @@ class Memory:
             raise InputError(f"mneme: a memory may be at most {MAX_TEXT_CHARS} characters")
         if kind not in KINDS:
             raise InputError(f"mneme: kind must be one of {KINDS}, not {kind!r}")
-        ctx = WriteContext(
-            user_id=user_id,
-            source=Source(thread_id=session_id, actor=actor),
-            metadata=dict(metadata or {}),
-            policy=policy_of(self.context),
-        )
+        if not 0.0 <= float(importance) <= 1.0:
+            raise InputError("mneme: importance must be between 0 and 1")
+        if ttl_days is not None and ttl_days < 0:
+            raise InputError("mneme: ttl_days cannot be negative (0 means never expire)")
+        if subject is not None and (not isinstance(subject, str) or not subject.strip()):
+            raise InputError("mneme: subject must be a non-empty string")
+        ctx = self._ctx(user_id, actor, session_id)
+        ctx.metadata = dict(metadata or {})
+        ctx.confirmed = confirmed
         cand = Candidate(
             kind=kind,
             text=text.strip(),
-            subject=subject,
+            subject=subject.strip() if subject else None,
             value=value,
-            importance=importance,
+            importance=float(importance),
             evidence=text,
+            ttl_days=ttl_days,
+            confirmed=confirmed,
         )
         return self._writer.write([cand], ctx)[0]
 
-    def update(self, memory_id: str, text: str, *, user_id: str) -> MemoryChange:
+    def set_field(
+        self,
+        subject: str,
+        value: str,
+        *,
+        user_id: str,
+        text: str | None = None,
+        confirmed: bool = True,
+        actor: str = "api",
+        session_id: str | None = None,
+    ) -> MemoryChange:
+        """Set one structured profile field (`shipping_preference = SF_EXPRESS`).
+
+        Each field is its own record with one id across its values, so updating a field never
+        rewrites another one: two concurrent updates of different fields both survive. The
+        previous value stays in history.
+
+        Args:
+            subject: The field's name (snake_case).
+            value: Its structured value.
+            user_id: Whose profile.
+            text: The memory that states it (default `"<subject>: <value>"`).
+            confirmed: Whether the user stated it (False: inferred).
+            actor: Who writes.
+            session_id: The conversation it comes from.
+
+        Returns:
+            The change (ADD, SUPERSEDE or NOOP).
+        """
+        if not isinstance(value, str) or not value.strip():
+            raise InputError("mneme: a profile field needs a non-empty value")
+        return self.save(
+            text or f"{subject}: {value}",
+            user_id=user_id,
+            kind="profile",
+            subject=subject,
+            value=value.strip(),
+            importance=0.8,
+            actor=actor,
+            session_id=session_id,
+            confirmed=confirmed,
+        )
+
+    def profile(self, *, user_id: str) -> dict[str, ProfileField]:
+        """A user's structured profile: each current keyed field with its value and source."""
+        return {
+            r.subject: ProfileField.of(r)
+            for r in self.get_all(user_id=user_id, kinds=["profile"])
+            if r.subject
+        }
+
+    def update(self, memory_id: str, text: str, *, user_id: str, actor: str = "api") -> MemoryChange:
         """Replace a memory's text; the old text stays in its history."""
         record = self.get(memory_id, user_id=user_id)
         if not isinstance(text, str) or not text.strip():
             raise InputError("mneme: the new text is empty")
         if len(text) > MAX_TEXT_CHARS:
             raise InputError(f"mneme: a memory may be at most {MAX_TEXT_CHARS} characters")
-        ctx = WriteContext(user_id=user_id, source=Source(actor="api"), policy=policy_of(self.context))
         try:
-            return self._writer.update(record, text.strip(), ctx)
+            return self._writer.update(record, text.strip(), self._ctx(user_id, actor))
         except ValueError as exc:
             raise InputError(str(exc)) from exc
 
-    def delete(self, memory_id: str, *, user_id: str) -> MemoryChange:
+    def delete(self, memory_id: str, *, user_id: str, actor: str = "api") -> MemoryChange:
         """Forget one memory (its text is also scrubbed from its history)."""
         record = self.get(memory_id, user_id=user_id)
-        ctx = WriteContext(user_id=user_id, source=Source(actor="api"), policy=policy_of(self.context))
-        return self._writer.delete(record, ctx, reason="deleted through the API")
+        return self._writer.delete(record, self._ctx(user_id, actor), reason="deleted through the API")
 
     def delete_all(self, *, user_id: str) -> int:
-        """Forget everything about a user: memories, old versions and history.
+        """Forget everything about a user: memories, old versions, history and pending jobs.
 
         Returns:
             How many current memories were deleted.
         """
         check_user(user_id)
         return self._repo.drop_user(user_id)
+
+    def sweep_expired(self, *, user_id: str | None = None, now: datetime | None = None) -> list[MemoryChange]:
+        """Take expired memories out of the current view now (writes also do it, once a minute).
+
+        Args:
+            user_id: One user, or None for every user.
+            now: The time to compare `expires_at` with (default: now).
+
+        Returns:
+            One EXPIRE change per memory that left the current view.
+        """
+        users = [check_user(user_id)] if user_id is not None else self._repo.users()
+        changes: list[MemoryChange] = []
+        for user in users:
+            changes += self._writer.expire(user, now)
+        return changes
+
+    def pending(self, *, user_id: str | None = None) -> list[PendingJob]:
+        """Extraction jobs waiting for a (re)try, of one user or of all."""
+        if user_id is not None:
+            check_user(user_id)
+        return self._pipeline().queue.jobs(user_id)
+
+    def retry_pending(self, *, user_id: str | None = None, force: bool = False) -> list[MemoryChange]:
+        """Run the pending extraction jobs that are due (all of them with `force`).
+
+        Returns:
+            The changes the jobs made (a job that fails again stays queued).
+        """
+        if user_id is not None:
+            check_user(user_id)
+        return self._pipeline().retry(user_id, force=force)
+
+    @staticmethod
+    def extraction_stats() -> dict[str, int | float]:
+        """This process's extraction counters.
+
+        Turns seen, sent to the model, model calls saved by the gate, model calls made,
+        validation retries, and jobs queued after a failure.
+        """
+        return STATS.snapshot()
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -315,14 +450,15 @@ class Memory:
         if not isinstance(memory_id, str) or not memory_id:
             raise InputError("mneme: a memory id is required")
         record = self._repo.get(user_id, memory_id)
-        if record is None:
+        if record is None or is_expired(record, datetime.now(UTC)):
             raise NotFoundError(f"mneme: no memory {memory_id!r} for user {user_id!r}")
         return record
 
     def get_all(self, *, user_id: str, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
         """All current memories of a user, oldest first."""
         check_user(user_id)
-        return self._repo.records(user_id, kinds)
+        now = datetime.now(UTC)
+        return [r for r in self._repo.records(user_id, kinds) if not is_expired(r, now)]
 
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """Every change of one memory, oldest first (also for deleted or superseded ones).
@@ -353,40 +489,69 @@ class Memory:
             "archive": [r.to_store() for r in self._repo.archived(user_id)],
             "history": [h.model_dump(mode="json") for h in self._repo.history(user_id)],
             "sessions": self._repo.sessions(user_id),
+            "pending": [j.model_dump(mode="json") for j in self._pipeline().queue.jobs(user_id)],
         }
 
     def import_data(self, data: dict[str, Any], *, user_id: str) -> list[MemoryChange]:
         """Load an export back (into this user, whatever user it was exported from).
 
-        Records keep their ids, so importing the same export twice changes nothing.
+        Records keep their ids, history rows and archived versions their keys, so importing
+        the same export twice changes nothing. Records written by an older mneme are
+        migrated; each memory imported gets an IMPORT history row.
+
+        Raises:
+            InputError: if the data is not a mneme export, or a record in it is malformed
+                (nothing is written then).
         """
         check_user(user_id)
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
             raise InputError(f"mneme: not a mneme export (expected format {EXPORT_FORMAT!r})")
         from langgraph.store.base import PutOp
 
-        from mneme.memory.record import ARCHIVE, namespace
+        from mneme.memory import expiry
 
         changes: list[MemoryChange] = []
         ops: list[PutOp] = []
+        jobs: list[PendingJob] = []
+        ctx = self._ctx(user_id, "import")
         try:
-            for raw in data.get("memories", []):
-                record = MemoryRecord.from_store({**raw, "user_id": user_id})
-                existed = self._repo.get(user_id, record.id) is not None
-                ops += self._repo.put_ops(record)
-                changes.append(
-                    MemoryChange(operation="NOOP" if existed else "IMPORT", id=record.id, text=record.text)
-                )
-            for raw in data.get("archive", []):
-                record = MemoryRecord.from_store({**raw, "user_id": user_id})
-                key = f"{record.id}@{record.invalid_at or record.updated_at}"
-                ops.append(PutOp(namespace(ARCHIVE, user_id), key, record.to_store(), index=["text"]))
             for raw in data.get("history", []):
                 entry = HistoryEntry.model_validate(raw)
                 ops.append(self._repo.history_op(user_id, entry))
+            for raw in data.get("archive", []):
+                record = MemoryRecord.from_store({**raw, "user_id": user_id})
+                ops.append(
+                    PutOp(namespace(ARCHIVE, user_id), archive_key(record), record.to_store(), index=["text"])
+                )
+            for raw in data.get("memories", []):
+                record = MemoryRecord.from_store({**raw, "user_id": user_id})
+                existed = self._repo.get(user_id, record.id, kinds=[record.kind]) is not None
+                entry = HistoryEntry(
+                    id=stable_id(record.id, "IMPORT", record.content_hash),
+                    memory_id=record.id,
+                    operation="IMPORT",
+                    new_text=record.text,
+                    actor="import",
+                    source=ctx.source.model_dump(mode="json"),
+                    reason=f"imported from an export of {data.get('user_id')!r}",
+                )
+                ops.append(self._repo.history_op(user_id, entry))
+                ops += [*self._repo.put_ops(record), expiry.index_op(record)]
+                changes.append(
+                    MemoryChange(
+                        operation="NOOP" if existed else "IMPORT",
+                        id=record.id,
+                        text=record.text,
+                        kind=record.kind,
+                    )
+                )
+            for raw in data.get("pending", []):
+                jobs.append(PendingJob.model_validate({**raw, "user_id": user_id}))
         except (ValueError, TypeError) as exc:
             raise InputError(f"mneme: the export is malformed: {exc}") from exc
         self._repo.apply(ops)
+        for job in jobs:
+            self._pipeline().queue.put(job)
         for session in data.get("sessions", []):
             if isinstance(session, dict) and session.get("thread_id"):
                 self._repo.put_session(user_id, str(session["thread_id"]), session)

@@ -38,6 +38,10 @@ class Candidate:
     target: str | None = None
     """The id of the memory this candidate replaces or deletes, when the extractor knows it
     (an LLM naming an existing memory); None lets reconciliation find it."""
+    confirmed: bool = True
+    """The user stated it explicitly (False: a model inferred it)."""
+    ttl_days: float | None = None
+    """Time to live of this memory in days; None: the default of its kind."""
 
 
 COURIERS: dict[str, tuple[str, str]] = {

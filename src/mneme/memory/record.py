@@ -13,14 +13,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mneme.errors import InputError
 
-SCHEMA_VERSION = 1
-"""Version of the stored record layout; older records are migrated when read."""
+SCHEMA_VERSION = 2
+"""Version of the stored record layout; older records are migrated when read (`migrate`).
+
+- 0: before versioning: `memory` instead of `text`, no `kind`.
+- 1: `text`, `kind`, validity, `expires_at`, `sensitivity`, `content_hash`.
+- 2: `lang` (the language the text is in) and `redacted` (kinds of personal data masked in
+  the text); a profile field keeps one id across its values (`field_id`).
+"""
 
 Kind = Literal["profile", "semantic", "episodic"]
 """`profile`: a keyed field (shipping_preference); `semantic`: a fact or preference about the
 user; `episodic`: an event or a verbatim piece of conversation."""
 
-Operation = Literal["ADD", "UPDATE", "SUPERSEDE", "DELETE", "NOOP", "REFUSE", "EXPIRE", "IMPORT"]
+Operation = Literal["ADD", "UPDATE", "SUPERSEDE", "DELETE", "NOOP", "REFUSE", "EXPIRE", "IMPORT", "QUEUED"]
+"""What a write did. `QUEUED` (a change, never a history row): extraction failed and the input
+waits in the pending queue for a retry."""
 
 MEMORIES = "memories"
 """Namespace root of current memories: `("memories", user)`."""
@@ -30,6 +38,11 @@ HISTORY = "memory_history"
 """Namespace root of change rows: `("memory_history", user)`."""
 SESSIONS = "sessions"
 """Namespace root of session (thread) records: `("sessions", user)`."""
+EXPIRY = "memory_expiry"
+"""Namespace root of the expiry index: `("memory_expiry", user)`, one small row per memory that
+has an `expires_at`, so that sweeping expired memories never filters the memories themselves."""
+PENDING = "memory_pending"
+"""Namespace root of extraction jobs waiting for a (re)try: `("memory_pending", user)`."""
 
 MAX_USER_ID = 256
 
@@ -90,6 +103,24 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode()).hexdigest()[:32]
 
 
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def lang_of(text: str) -> str:
+    """`zh` for a mainly Chinese text, else `en` (the two languages the rules know)."""
+    cjk = len(_CJK.findall(text))
+    return "zh" if cjk > 0 and cjk * 3 >= len(re.sub(r"\s", "", text)) else "en"
+
+
+_MARKERS = {"ID": "cn_id", "card": "bank_card", "phone": "phone", "email": "email"}
+_MARKER = re.compile(r"\[(ID|card|phone|email) [^\]]*\]")
+
+
+def redaction_markers(text: str) -> list[str]:
+    """Kinds of personal data a text shows only as a redaction marker (`[phone ****5678]`)."""
+    return sorted({_MARKERS[m.group(1)] for m in _MARKER.finditer(text)})
+
+
 class Source(BaseModel):
     """Where a memory came from."""
 
@@ -138,14 +169,22 @@ class MemoryRecord(BaseModel):
     sensitivity: int = 0
     """0 ordinary, 1 personal (contact data), 2 sensitive (health, finance, identity)."""
     version: int = 1
+    """1 for a new memory, +1 at each update or supersession of a profile field."""
     content_hash: str = ""
     use_count: int = 0
     last_used_at: str | None = None
+    lang: str = ""
+    """The language of `text` (`zh`, `en`); the text is never translated."""
+    redacted: list[str] = Field(default_factory=list)
+    """Kinds of personal data shown only as a marker in `text` (`cn_id`, `bank_card`, `phone`,
+    `email`): the value exists, the model is told so, but it is not kept in clear."""
 
     def model_post_init(self, __context: Any) -> None:
-        """Fill the content hash."""
+        """Fill the content hash and the language."""
         if not self.content_hash:
             self.content_hash = content_hash(self.text)
+        if not self.lang:
+            self.lang = lang_of(self.text)
 
     @property
     def current(self) -> bool:
@@ -163,17 +202,38 @@ class MemoryRecord(BaseModel):
 
 
 def migrate(value: dict[str, Any]) -> dict[str, Any]:
-    """Upgrade a stored record to the current schema version.
+    """Upgrade a stored record to the current schema version, one version at a time.
 
-    Version 0 (before the schema was versioned) had `memory` instead of `text` and no
-    `kind`; it is read as a semantic memory.
+    - 0 -> 1: `memory` becomes `text`; a record without `kind` is a semantic memory; a
+      `hash` becomes `content_hash`.
+    - 1 -> 2: `lang` is read from the text; `redacted` from the markers in it.
+
+    Raises:
+        InputError: if the record was written by a newer mneme than this one.
     """
-    version = int(value.get("schema_version", 0))
+    try:
+        version = int(value.get("schema_version", 0))
+    except (TypeError, ValueError):
+        raise InputError(
+            f"mneme: a stored memory has a bad schema_version {value.get('schema_version')!r}"
+        ) from None
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            f"mneme: memory {value.get('id')!r} was written by a newer mneme (schema {version}, this one "
+            f"reads up to {SCHEMA_VERSION}); upgrade mneme to read it"
+        )
     if version == 0:
         if "text" not in value and "memory" in value:
             value["text"] = value.pop("memory")
+        if "hash" in value and "content_hash" not in value:
+            value["content_hash"] = value.pop("hash")
         value.setdefault("kind", "semantic")
-        value["schema_version"] = 1
+        version = value["schema_version"] = 1
+    if version == 1:
+        text = str(value.get("text", ""))
+        value.setdefault("lang", lang_of(text))
+        value.setdefault("redacted", redaction_markers(text))
+        version = value["schema_version"] = 2
     return value
 
 
@@ -222,6 +282,8 @@ class MemoryChange(BaseModel):
     text: str
     old_text: str | None = None
     reason: str | None = None
+    kind: Kind | None = None
+    """The kind of the memory changed, when there is one."""
 
 
 class HistoryEntry(BaseModel):
@@ -236,3 +298,36 @@ class HistoryEntry(BaseModel):
     at: str = Field(default_factory=now_iso)
     source: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = None
+
+
+class ProfileField(BaseModel):
+    """One structured field of a user's profile (`shipping_preference = SF_EXPRESS`)."""
+
+    subject: str
+    """The field's name."""
+    value: str | None
+    """Its structured value."""
+    text: str
+    """The memory that states it, in the user's language."""
+    id: str
+    """The memory's id (a field keeps one id across its values)."""
+    confirmed: bool
+    """The user stated it explicitly (not inferred)."""
+    source: Source
+    """Where the current value came from."""
+    updated_at: str
+    version: int
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> ProfileField:
+        """The field a profile record holds."""
+        return cls(
+            subject=record.subject or "",
+            value=record.value,
+            text=record.text,
+            id=record.id,
+            confirmed=record.confirmed,
+            source=record.source,
+            updated_at=record.updated_at,
+            version=record.version,
+        )

@@ -1,12 +1,22 @@
-"""Redaction of personal data before anything is stored, by policy."""
+"""Redaction of personal data before anything is stored, by policy (keep, mask or drop)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mneme.errors import InputError
 
 Policy = Literal["keep", "mask", "drop"]
+"""`keep`: stored as said. `mask`: replaced by a marker that keeps the last characters
+(`[phone ****5678]`), so the model knows the value exists. `drop`: removed, leaving a bare
+marker (`[phone removed]`); a memory that is only that value (a phone field) is not stored."""
+
+POLICIES: tuple[str, ...] = ("keep", "mask", "drop")
+NEVER_IN_CLEAR: tuple[str, ...] = ("cn_id", "bank_card")
+"""Kinds of data that are never stored in clear, whatever the policy says."""
 
 _CN_ID = re.compile(
     r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"
@@ -19,6 +29,7 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 _ID_CHECK = "10X98765432"
+_LABELS = {"cn_id": "ID", "bank_card": "card", "phone": "phone", "email": "email"}
 
 
 def valid_cn_id(number: str) -> bool:
@@ -42,6 +53,11 @@ def luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _card_ok(value: str) -> bool:
+    digits = re.sub(r"\D", "", value)
+    return 13 <= len(digits) <= 19 and luhn_ok(digits)
+
+
 @dataclass(frozen=True)
 class RedactionPolicy:
     """What happens to each kind of personal data found in a memory."""
@@ -52,10 +68,25 @@ class RedactionPolicy:
     email: Policy = "mask"
 
     def __post_init__(self) -> None:
-        """Identity and card numbers are never stored in clear, whatever the setting."""
-        for name in ("cn_id", "bank_card"):
-            if getattr(self, name) == "keep":
-                raise ValueError(f"mneme: {name} cannot be kept in clear; use 'mask' or 'drop'")
+        """Check the policies; identity and card numbers are never kept in clear."""
+        for name in ("cn_id", "bank_card", "phone", "email"):
+            rule = getattr(self, name)
+            if rule not in POLICIES:
+                raise InputError(
+                    f"mneme: redaction policy for {name} must be one of {POLICIES}, not {rule!r}"
+                )
+            if name in NEVER_IN_CLEAR and rule == "keep":
+                raise InputError(f"mneme: {name} cannot be kept in clear; use 'mask' or 'drop'")
+
+    @classmethod
+    def from_context(cls, context: Any) -> RedactionPolicy:
+        """The policy a `Context` (or anything with `redact_*` attributes) asks for."""
+        return cls(
+            cn_id=getattr(context, "redact_cn_id", "mask"),
+            bank_card=getattr(context, "redact_bank_card", "mask"),
+            phone=getattr(context, "redact_phone", "mask"),
+            email=getattr(context, "redact_email", "mask"),
+        )
 
 
 @dataclass
@@ -63,64 +94,77 @@ class Redaction:
     """The result of redacting one text."""
 
     text: str
-    found: list[str]
-    """Kinds of data found (`cn_id`, `bank_card`, `phone`, `email`)."""
-    drop: bool
-    """The policy says a memory with this data must not be stored at all."""
+    found: list[str] = field(default_factory=list)
+    """Kinds of data found (`cn_id`, `bank_card`, `phone`, `email`), kept or not."""
+    hidden: list[str] = field(default_factory=list)
+    """Kinds masked or removed: the text shows a marker instead of the value."""
+    dropped: list[str] = field(default_factory=list)
+    """Kinds removed entirely (policy `drop`)."""
+
+    @property
+    def drop(self) -> bool:
+        """Whether the policy removed some value entirely."""
+        return bool(self.dropped)
 
 
 def _mask_digits(value: str, keep: int = 4) -> str:
-    digits = re.sub(r"\D", "", value)
-    return f"[{'*' * max(0, len(digits) - keep)}{digits[-keep:]}]"
+    digits = re.sub(r"[^0-9Xx]", "", value)
+    return "*" * max(0, len(digits) - keep) + digits[-keep:]
+
+
+def _mask_email(value: str) -> str:
+    user, _, domain = value.partition("@")
+    return f"[email {user[:1]}***@{domain}]"
 
 
 def redact(text: str, policy: RedactionPolicy | None = None) -> Redaction:
-    """Mask or flag personal data in a text according to a policy.
+    """Mask or remove personal data in a text according to a policy.
 
-    Masked values keep a marker (`[身份证号已隐藏]`-style tags are language neutral here:
-    `[ID ****1234]`) so the model knows the value exists without seeing it.
+    Masked values keep a marker (`[ID ****002X]`, `[card ****3446]`, `[phone ****5678]`,
+    `[email a***@example.com]`) so the model knows the value exists without seeing it;
+    dropped ones leave `[phone removed]`.
 
     Args:
         text: The memory text.
         policy: What to do with each kind; the default masks everything.
 
     Returns:
-        The redacted text, what was found, and whether to drop the memory.
+        The redacted text, and what was found, hidden and dropped.
     """
     policy = policy or RedactionPolicy()
-    found: list[str] = []
-    drop = False
+    out = Redaction(text=text)
 
-    def apply(kind: str, rule: Policy, pattern: re.Pattern[str], label: str, check=None) -> None:  # type: ignore[no-untyped-def]
-        nonlocal text, drop
+    def apply(kind: str, pattern: re.Pattern[str], check: Callable[[str], bool] | None = None) -> None:
+        rule: Policy = getattr(policy, kind)
 
         def sub(m: re.Match[str]) -> str:
-            nonlocal drop
             raw = m.group(0)
             if check is not None and not check(raw):
                 return raw
-            found.append(kind)
-            if rule == "drop":
-                drop = True
+            out.found.append(kind)
             if rule == "keep":
                 return raw
-            return f"[{label} {_mask_digits(raw)[1:-1]}]" if kind != "email" else _mask_email(raw)
+            out.hidden.append(kind)
+            if rule == "drop":
+                out.dropped.append(kind)
+                return f"[{_LABELS[kind]} removed]"
+            return _mask_email(raw) if kind == "email" else f"[{_LABELS[kind]} {_mask_digits(raw)}]"
 
-        text = pattern.sub(sub, text)
+        out.text = pattern.sub(sub, out.text)
 
-    apply("cn_id", policy.cn_id, _CN_ID, "ID", lambda v: valid_cn_id(v))
-    apply(
-        "bank_card",
-        policy.bank_card,
-        _CARD,
-        "card",
-        lambda v: luhn_ok(re.sub(r"\D", "", v)) and 13 <= len(re.sub(r"\D", "", v)) <= 19,
+    apply("cn_id", _CN_ID, valid_cn_id)
+    apply("bank_card", _CARD, _card_ok)
+    apply("phone", _PHONE)
+    apply("email", _EMAIL)
+    return out
+
+
+def only_markers(text: str) -> bool:
+    """Whether nothing but redaction markers, labels and punctuation is left in a text."""
+    rest = re.sub(r"\[(?:ID|card|phone|email) [^\]]*\]", "", text)
+    rest = re.sub(
+        r"(?i)电话|手机号?|号码|邮箱|身份证号?|银行卡号?|卡号|phone|number|email|e-mail|id|card|my|is|我的|是|[:：\s,，.。]",
+        "",
+        rest,
     )
-    apply("phone", policy.phone, _PHONE, "phone")
-    apply("email", policy.email, _EMAIL, "email")
-    return Redaction(text=text, found=found, drop=drop)
-
-
-def _mask_email(value: str) -> str:
-    user, _, domain = value.partition("@")
-    return f"[email {user[:1]}***@{domain}]"
+    return not rest.strip()

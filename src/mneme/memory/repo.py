@@ -9,8 +9,10 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 
 from mneme.memory.record import (
     ARCHIVE,
+    EXPIRY,
     HISTORY,
     MEMORIES,
+    PENDING,
     SESSIONS,
     HistoryEntry,
     Kind,
@@ -18,7 +20,6 @@ from mneme.memory.record import (
     check_user,
     label_user,
     namespace,
-    new_id,
     user_label,
 )
 
@@ -43,9 +44,15 @@ class Repo:
 
     # -- current records ------------------------------------------------------------------
 
-    def get(self, user_id: str, memory_id: str) -> MemoryRecord | None:
-        """The current record with this id, or None (also for another user's id)."""
-        ops = [GetOp(kind_namespace(user_id, kind), memory_id) for kind in KINDS]
+    def get(self, user_id: str, memory_id: str, kinds: Sequence[Kind] | None = None) -> MemoryRecord | None:
+        """The current record with this id, or None (also for another user's id).
+
+        Args:
+            user_id: Whose record.
+            memory_id: Its id.
+            kinds: Look only in these kinds' namespaces (one lookup instead of three).
+        """
+        ops = [GetOp(kind_namespace(user_id, kind), memory_id) for kind in (kinds or KINDS)]
         for item in self.store.batch(ops):  # one GetOp per kind: Item or None each
             if isinstance(item, Item):
                 return self._record(user_id, item)
@@ -122,10 +129,15 @@ class Repo:
         ]
 
     def archive_ops(self, old: MemoryRecord) -> list[PutOp]:
-        """Ops that move a record out of the current view into the archive."""
+        """Ops that move a record out of the current view into the archive.
+
+        The archive key is the memory's id and version, so archiving twice keeps one copy.
+        """
         return [
             PutOp(kind_namespace(old.user_id, old.kind), old.id, None),
-            PutOp(namespace(ARCHIVE, old.user_id), new_id(), old.to_store(), index=["text"]),
+            PutOp(
+                namespace(ARCHIVE, old.user_id), f"{old.id}@v{old.version}", old.to_store(), index=["text"]
+            ),
         ]
 
     def remove_ops(self, record: MemoryRecord) -> list[PutOp]:
@@ -193,6 +205,8 @@ class Repo:
             *(kind_namespace(user_id, k) for k in KINDS),
             (ARCHIVE, label),
             (HISTORY, label),
+            (EXPIRY, label),
+            (PENDING, label),
             (SESSIONS, label),
         ]
 

@@ -1,4 +1,13 @@
-"""The write path: guard, redact and reconcile candidates, then store them with history."""
+"""The write path: guard, redact and reconcile candidates, then store them with history.
+
+Every write is idempotent. A memory's id is derived from what it is (the user, its kind, and
+its profile field or its normalized text), every history row's id from the change it records,
+and every archived version's key from the memory and its version, so a retry after a crash
+or a second process writing the same thing at once changes nothing that is already there.
+History rows are written before the records they describe: a crash can leave a row whose
+record is missing (the retry writes the record under the same row), never a change without
+its row.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +15,31 @@ import difflib
 import threading
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
+from mneme.memory import expiry
 from mneme.memory.extract import Candidate, subject_of_topic
+from mneme.memory.gist import polarity, same_object
 from mneme.memory.guard import poisoning_reason
 from mneme.memory.record import (
+    ARCHIVE,
     HistoryEntry,
+    Kind,
     MemoryChange,
     MemoryRecord,
     Operation,
     Source,
     content_hash,
+    namespace,
     normalize_text,
     now_iso,
 )
-from mneme.memory.redact import RedactionPolicy, redact
+from mneme.memory.redact import RedactionPolicy, only_markers, redact
 from mneme.memory.repo import Repo
-from mneme.memory.search import calibrator_for
+from mneme.memory.search import Calibrator, calibrator_for
 
 _ID_NS = uuid.UUID("6d6e656d-6500-4000-8000-6d656d6f7279")
 
@@ -34,8 +49,15 @@ DUPLICATE_TEXT_RATIO = 0.8
 """...and how alike the two texts must also be, character by character."""
 CORRECTION_RELEVANCE = 0.5
 """Calibrated relevance a correction needs with the memory it replaces."""
+CONTRADICTION_RELEVANCE = 0.5
+"""Calibrated relevance a memory about the same object, with the opposite polarity, needs to
+be replaced without an explicit correction ("I like spicy food" -> "I don't eat spicy food")."""
 FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
+SIMILAR_LIMIT = 5
+"""How many similar current memories a candidate is compared with."""
+DATA_SUBJECTS = {"phone": "phone", "email": "email"}
+"""Profile fields that are nothing but one kind of personal data."""
 
 _locks: dict[tuple[int, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -52,6 +74,16 @@ def stable_id(*parts: str) -> str:
     return uuid.uuid5(_ID_NS, "\x1f".join(parts)).hex
 
 
+def field_id(user_id: str, kind: Kind, subject: str) -> str:
+    """The id of a keyed memory (a profile field, an order): one id across all its values."""
+    return stable_id(user_id, kind, "subject", subject)
+
+
+def fact_id(user_id: str, kind: Kind, text: str) -> str:
+    """The id of an unkeyed memory: derived from its normalized text."""
+    return stable_id(user_id, kind, content_hash(text))
+
+
 @dataclass
 class WriteContext:
     """Who is writing, from where, under which policy."""
@@ -61,6 +93,15 @@ class WriteContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     agent_id: str | None = None
     policy: RedactionPolicy = field(default_factory=RedactionPolicy)
+    ttl_days: dict[str, float | None] = field(default_factory=dict)
+    """Default time to live per kind, in days (missing, None or 0: never expires)."""
+    confirmed: bool = True
+    """Whether what is written was stated by the user (False: inferred by a model or agent)."""
+
+    @property
+    def source_key(self) -> str:
+        """The source message(s) of this write, for idempotent rows."""
+        return "\x1e".join([self.source.thread_id or "", *self.source.message_ids])
 
 
 class Writer:
@@ -84,6 +125,7 @@ class Writer:
         """
         changes: list[MemoryChange] = []
         with user_lock(self.store, ctx.user_id):
+            self._maybe_sweep(ctx.user_id)
             for cand in candidates:
                 changes.extend(self._one(cand, ctx))
         return changes
@@ -97,9 +139,10 @@ class Writer:
         ops: list[PutOp] = []
         changes: list[MemoryChange] = []
         with user_lock(self.store, ctx.user_id):
+            self._maybe_sweep(ctx.user_id)
             for i, (text, extra) in enumerate(texts):
                 red = redact(text, ctx.policy)
-                if red.drop:
+                if red.drop and only_markers(red.text):
                     changes.append(self._refuse(ctx, text, "redaction policy drops this data", ops))
                     continue
                 meta = {**ctx.metadata, **extra}
@@ -114,25 +157,29 @@ class Writer:
                     msg_id,
                     content_hash(red.text),
                 )
-                if self.repo.get(ctx.user_id, rid) is not None:
+                if self.repo.get(ctx.user_id, rid, kinds=["episodic"]) is not None:
                     changes.append(
-                        MemoryChange(operation="NOOP", id=rid, text=red.text, reason="already stored")
+                        MemoryChange(
+                            operation="NOOP", id=rid, text=red.text, reason="already stored", kind="episodic"
+                        )
                     )
                     continue
-                record = MemoryRecord(
-                    id=rid,
-                    user_id=ctx.user_id,
-                    agent_id=ctx.agent_id,
-                    kind="episodic",
-                    text=red.text,
-                    source=ctx.source.model_copy(update={"message_ids": [msg_id]}),
-                    metadata=meta,
+                record = self._record(
+                    Candidate(kind="episodic", text=red.text, importance=0.3),
+                    ctx,
+                    rid,
+                    red.text,
+                    None,
+                    red.hidden,
                     sensitivity=1 if red.found else 0,
-                    importance=0.3,
                 )
-                ops += self.repo.put_ops(record)
-                ops.append(self._history_op(ctx, record.id, "ADD", None, record.text, rid))
-                changes.append(MemoryChange(operation="ADD", id=record.id, text=record.text))
+                record.source = ctx.source.model_copy(update={"message_ids": [msg_id]})
+                record.metadata = meta
+                ops.insert(
+                    0, self._history_op(ctx, record.id, "ADD", None, record.text, key=record.content_hash)
+                )
+                ops += self._put_ops(record)
+                changes.append(MemoryChange(operation="ADD", id=record.id, text=record.text, kind="episodic"))
             self.repo.apply(ops)
         return changes
 
@@ -147,38 +194,103 @@ class Writer:
         """Replace a memory's text by the user's (or an admin's) explicit edit.
 
         The old version goes to the archive and history; the id stays the same.
+
+        Raises:
+            ValueError: if the redaction policy does not allow storing the new text.
         """
         red = redact(text, ctx.policy)
-        if red.drop:
+        if red.drop and only_markers(red.text):
             raise ValueError("mneme: the redaction policy does not allow storing this text")
         with user_lock(self.store, ctx.user_id):
+            now = now_iso()
             new = record.model_copy(
                 update={
                     "text": red.text,
                     "content_hash": content_hash(red.text),
-                    "updated_at": now_iso(),
+                    "lang": "",
+                    "updated_at": now,
+                    "valid_from": now,
                     "version": record.version + 1,
-                    "confirmed": True,
+                    "confirmed": ctx.confirmed,
                     "sensitivity": max(record.sensitivity, 1 if red.found else 0),
+                    "redacted": sorted(set(red.hidden)),
+                    "source": ctx.source,
                 }
             )
-            old = record.model_copy(update={"invalid_at": now_iso(), "superseded_by": record.id})
+            new.model_post_init(None)
+            old = record.model_copy(update={"invalid_at": now, "superseded_by": record.id})
             ops = [
-                *self.repo.archive_ops(old)[1:],  # keep the current key: it is overwritten below
-                *self.repo.put_ops(new),
-                self._history_op(ctx, record.id, "UPDATE", record.text, new.text),
+                self._history_op(ctx, record.id, "UPDATE", record.text, new.text, key=f"v{record.version}"),
+                self._archive_op(old),
+                *self._put_ops(new),
             ]
             self.repo.apply(ops)
-        return MemoryChange(operation="UPDATE", id=record.id, text=new.text, old_text=record.text)
+        return MemoryChange(
+            operation="UPDATE", id=record.id, text=new.text, old_text=record.text, kind=record.kind
+        )
 
     def delete(self, record: MemoryRecord, ctx: WriteContext, reason: str | None = None) -> MemoryChange:
         """Forget a memory: remove it, scrub its text from history, keep a DELETE row."""
         with user_lock(self.store, ctx.user_id):
             ops = self._delete_ops(record, ctx, reason)
             self.repo.apply(ops)
-        return MemoryChange(operation="DELETE", id=record.id, text=record.text, reason=reason)
+        return MemoryChange(
+            operation="DELETE", id=record.id, text=record.text, reason=reason, kind=record.kind
+        )
+
+    def expire(self, user_id: str, now: datetime | None = None) -> list[MemoryChange]:
+        """Take a user's expired memories out of the current view (archived, EXPIRE rows).
+
+        Args:
+            user_id: Whose memories.
+            now: The time to compare `expires_at` with (default: now).
+
+        Returns:
+            One EXPIRE change per memory that left the current view.
+        """
+        now = now or datetime.now(UTC)
+        ctx = WriteContext(user_id=user_id, source=Source(actor="system"))
+        changes: list[MemoryChange] = []
+        ops: list[PutOp] = []
+        for memory_id, kind in expiry.due(self.store, user_id, now):
+            record = self.repo.get(user_id, memory_id, kinds=[kind])
+            if record is None:
+                ops.append(expiry.unindex_op(user_id, memory_id))
+                continue
+            if not expiry.is_expired(record, now):
+                ops.append(expiry.index_op(record))  # its expiry moved since it was indexed
+                continue
+            old = record.model_copy(update={"invalid_at": now.isoformat()})
+            ops.insert(
+                0,
+                self._history_op(
+                    ctx,
+                    record.id,
+                    "EXPIRE",
+                    record.text,
+                    None,
+                    key=f"v{record.version}",
+                    reason=f"expired at {record.expires_at}",
+                ),
+            )
+            ops += [
+                self._archive_op(old),
+                *self.repo.remove_ops(record),
+                expiry.unindex_op(user_id, record.id),
+            ]
+            changes.append(
+                MemoryChange(
+                    operation="EXPIRE", id=record.id, text=record.text, reason="expired", kind=record.kind
+                )
+            )
+        self.repo.apply(ops)
+        return changes
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _maybe_sweep(self, user_id: str) -> None:
+        if expiry.should_sweep(self.store, user_id):
+            self.expire(user_id)
 
     def _history_op(
         self,
@@ -187,10 +299,11 @@ class Writer:
         op: Operation,
         old_text: str | None,
         new_text: str | None,
-        key: str | None = None,
+        key: str,
         reason: str | None = None,
     ) -> PutOp:
         entry = HistoryEntry(
+            id=stable_id(memory_id, op, key),  # idempotent rows for idempotent writes
             memory_id=memory_id,
             operation=op,
             old_text=old_text,
@@ -199,34 +312,70 @@ class Writer:
             source=ctx.source.model_dump(mode="json"),
             reason=reason,
         )
-        if key is not None:  # idempotent rows for idempotent writes
-            entry.id = stable_id(memory_id, op, key)
         return self.repo.history_op(ctx.user_id, entry)
+
+    def _archive_op(self, old: MemoryRecord) -> PutOp:
+        return PutOp(namespace(ARCHIVE, old.user_id), archive_key(old), old.to_store(), index=["text"])
+
+    def _put_ops(self, record: MemoryRecord) -> list[PutOp]:
+        return [*self.repo.put_ops(record), expiry.index_op(record)]
 
     def _refuse(self, ctx: WriteContext, text: str, reason: str, ops: list[PutOp]) -> MemoryChange:
         rid = stable_id(ctx.user_id, "refused", content_hash(text))
-        # The refused text is not kept: only that something was refused, and why.
-        ops.append(self._history_op(ctx, rid, "REFUSE", None, None, key=rid, reason=reason))
+        # The refused text is not kept: only that something was refused, when, and why.
+        ops.insert(0, self._history_op(ctx, rid, "REFUSE", None, None, key=ctx.source_key, reason=reason))
         return MemoryChange(operation="REFUSE", id=None, text=text, reason=reason)
 
     def _delete_ops(self, record: MemoryRecord, ctx: WriteContext, reason: str | None) -> list[PutOp]:
-        ops: list[PutOp] = list(self.repo.remove_ops(record))
+        ops: list[PutOp] = [
+            self._history_op(
+                ctx, record.id, "DELETE", "[forgotten]", None, key=f"v{record.version}", reason=reason
+            )
+        ]
         for item in self.repo.history_items(ctx.user_id, record.id):
             row = dict(item.value)
+            if row.get("operation") == "DELETE":
+                continue
             row["old_text"] = "[forgotten]" if row.get("old_text") else row.get("old_text")
             row["new_text"] = "[forgotten]" if row.get("new_text") else row.get("new_text")
             ops.append(PutOp(item.namespace, item.key, row, index=False))
-        for old in self.repo.archived(ctx.user_id, record.id):
-            ops += [PutOp(ns, key, None) for ns, key in self._archive_keys(ctx.user_id, old.id)]
-        ops.append(self._history_op(ctx, record.id, "DELETE", "[forgotten]", None, reason=reason))
+        ns = namespace(ARCHIVE, ctx.user_id)
+        for item in self.store.search(ns, filter={"id": record.id}, limit=10_000):
+            ops.append(PutOp(ns, item.key, None))
+        ops += [*self.repo.remove_ops(record), expiry.unindex_op(ctx.user_id, record.id)]
         return ops
 
-    def _archive_keys(self, user_id: str, memory_id: str) -> list[tuple[tuple[str, ...], str]]:
-        from mneme.memory.record import ARCHIVE, namespace
-
-        ns = namespace(ARCHIVE, user_id)
-        items = self.store.search(ns, filter={"id": memory_id}, limit=10_000)
-        return [(ns, i.key) for i in items]
+    def _record(
+        self,
+        cand: Candidate,
+        ctx: WriteContext,
+        rid: str,
+        text: str,
+        value: str | None,
+        hidden: list[str],
+        sensitivity: int,
+    ) -> MemoryRecord:
+        now = datetime.now(UTC)
+        ttl = cand.ttl_days if cand.ttl_days is not None else expiry.ttl_for(cand.kind, ctx.ttl_days)
+        return MemoryRecord(
+            id=rid,
+            user_id=ctx.user_id,
+            agent_id=ctx.agent_id,
+            kind=cand.kind,
+            text=text,
+            subject=cand.subject,
+            value=value,
+            importance=cand.importance,
+            confirmed=ctx.confirmed and cand.confirmed,
+            source=ctx.source,
+            metadata=dict(ctx.metadata),
+            sensitivity=sensitivity,
+            redacted=sorted(set(hidden)),
+            created_at=now.isoformat(),
+            updated_at=now.isoformat(),
+            valid_from=now.isoformat(),
+            expires_at=expiry.expires_at(now, ttl),
+        )
 
     def _one(self, cand: Candidate, ctx: WriteContext) -> list[MemoryChange]:
         ops: list[PutOp] = []
@@ -240,7 +389,8 @@ class Writer:
             self.repo.apply(ops)
             return [change]
         red = redact(cand.text, ctx.policy)
-        if red.drop:
+        dropped_field = cand.subject is not None and DATA_SUBJECTS.get(cand.subject) in red.dropped
+        if red.drop and (dropped_field or only_markers(red.text)):
             change = self._refuse(ctx, cand.text, "redaction policy drops this data", ops)
             self.repo.apply(ops)
             return [change]
@@ -248,138 +398,165 @@ class Writer:
         value = cand.value
         if value is not None and red.found:
             value = redact(value, ctx.policy).text
-        record = MemoryRecord(
-            id=stable_id(ctx.user_id, cand.kind, cand.subject or "", content_hash(text)),
-            user_id=ctx.user_id,
-            agent_id=ctx.agent_id,
-            kind=cand.kind,
-            text=text,
-            subject=cand.subject,
-            value=value,
-            importance=cand.importance,
-            confirmed=True,
-            source=ctx.source,
-            metadata=dict(ctx.metadata),
-            sensitivity=max(cand.sensitivity, 1 if red.found else 0),
+        keyed = cand.subject is not None
+        rid = (
+            field_id(ctx.user_id, cand.kind, cand.subject or "")
+            if keyed
+            else fact_id(ctx.user_id, cand.kind, text)
         )
-        existing = self.repo.get(ctx.user_id, record.id)
+        record = self._record(
+            cand, ctx, rid, text, value, red.hidden, max(cand.sensitivity, 1 if red.found else 0)
+        )
+        existing = self.repo.get(ctx.user_id, rid, kinds=[cand.kind])
         if existing is not None:
-            return [
-                MemoryChange(
-                    operation="NOOP",
-                    id=existing.id,
-                    text=existing.text,
-                    reason="same memory already stored",
-                )
-            ]
+            if (
+                not keyed
+                or normalize_text(existing.text) == normalize_text(text)
+                or (value is not None and existing.value == value)
+            ):
+                return [self._noop(existing, "same memory already stored")]
+            return [self._supersede(existing, record, ctx, ops, in_place=True)]
         replaced: MemoryRecord | None = None
-        if cand.subject:
-            same = self.repo.find_subject(ctx.user_id, cand.kind, cand.subject)
-            for old in same:
-                if normalize_text(old.text) == normalize_text(text) or (
-                    old.value and old.value == value and cand.kind == "profile"
+        if cand.target:
+            replaced = self.repo.get(ctx.user_id, cand.target)
+        if replaced is None and not keyed:
+            similar = self._similar(text, cand.kind, ctx.user_id)
+            for old, rel in similar:
+                same_polarity = polarity(old.text) == polarity(text)
+                ratio = difflib.SequenceMatcher(None, normalize_text(old.text), normalize_text(text)).ratio()
+                if same_polarity and (
+                    (same_object(old.text, text, 1.0) and rel >= CORRECTION_RELEVANCE)
+                    or (ratio >= DUPLICATE_TEXT_RATIO and rel >= DUPLICATE_RELEVANCE)
                 ):
-                    return [
-                        MemoryChange(
-                            operation="NOOP",
-                            id=old.id,
-                            text=old.text,
-                            reason="same value already stored",
-                        )
-                    ]
-            replaced = same[0] if same else None
-        else:
-            similar = self.repo.search(ctx.user_id, text, kinds=[cand.kind], limit=5)
-            cal = calibrator_for(self.store)
-            background = cal.background(text) if cal and similar else None
-
-            def relevance(raw: float | None) -> float:
-                if raw is None:
-                    return 0.0
-                if cal is None or background is None:
-                    return raw
-                return cal.relevance(raw, background)
-
-            for old, raw in similar:
-                close_text = difflib.SequenceMatcher(
-                    None, normalize_text(old.text), normalize_text(text)
-                ).ratio()
-                if close_text >= DUPLICATE_TEXT_RATIO and relevance(raw) >= DUPLICATE_RELEVANCE:
-                    return [
-                        MemoryChange(
-                            operation="NOOP",
-                            id=old.id,
-                            text=old.text,
-                            reason="a memory with the same meaning exists",
-                        )
-                    ]
-            if cand.action == "correct":
-                best = max(similar, key=lambda s: relevance(s[1]), default=None)
-                if best is not None and relevance(best[1]) >= CORRECTION_RELEVANCE:
-                    replaced = best[0]
+                    return [self._noop(old, "a memory with the same meaning exists")]
+            for old, rel in similar:
+                if (
+                    polarity(old.text) != polarity(text)
+                    and same_object(old.text, text)
+                    and rel >= CONTRADICTION_RELEVANCE
+                ):
+                    replaced = old
+                    break
+            if replaced is None and cand.action == "correct" and similar:
+                best, rel = similar[0]
+                if rel >= CORRECTION_RELEVANCE:
+                    replaced = best
         if replaced is not None:
-            now = now_iso()
-            old = replaced.model_copy(update={"invalid_at": now, "superseded_by": record.id})
-            record.version = replaced.version + 1
-            ops += self.repo.archive_ops(old)
-            ops += self.repo.put_ops(record)
-            ops.append(
-                self._history_op(
-                    ctx,
-                    replaced.id,
-                    "SUPERSEDE",
-                    replaced.text,
-                    record.text,
-                    reason=f"superseded by {record.id}",
-                )
-            )
-            ops.append(
-                self._history_op(
-                    ctx,
-                    record.id,
-                    "ADD",
-                    replaced.text,
-                    record.text,
-                    reason=f"replaces {replaced.id}",
-                )
-            )
-            self.repo.apply(ops)
-            return [
-                MemoryChange(operation="SUPERSEDE", id=record.id, text=record.text, old_text=replaced.text)
-            ]
-        ops += self.repo.put_ops(record)
+            if normalize_text(replaced.text) == normalize_text(text):
+                return [self._noop(replaced, "same memory already stored")]
+            return [self._supersede(replaced, record, ctx, ops, in_place=False)]
         ops.append(self._history_op(ctx, record.id, "ADD", None, record.text, key=record.content_hash))
+        ops += self._put_ops(record)
         self.repo.apply(ops)
-        return [MemoryChange(operation="ADD", id=record.id, text=record.text)]
+        return [MemoryChange(operation="ADD", id=record.id, text=record.text, kind=record.kind)]
+
+    def _noop(self, existing: MemoryRecord, reason: str) -> MemoryChange:
+        return MemoryChange(
+            operation="NOOP", id=existing.id, text=existing.text, reason=reason, kind=existing.kind
+        )
+
+    def _similar(self, text: str, kind: Kind, user_id: str) -> list[tuple[MemoryRecord, float]]:
+        """A user's current memories of a kind like `text`, with calibrated relevance, best first."""
+        found = self.repo.search(user_id, text, kinds=[kind], limit=SIMILAR_LIMIT)
+        if not found:
+            return []
+        cal: Calibrator | None = calibrator_for(self.store)
+        background = cal.background(text) if cal is not None else None
+        out: list[tuple[MemoryRecord, float]] = []
+        for record, raw in found:
+            if raw is None:
+                rel = 0.0
+            elif cal is None or background is None:
+                rel = raw
+            else:
+                rel = cal.relevance(raw, background)
+            out.append((record, rel))
+        out.sort(key=lambda p: p[1], reverse=True)
+        return out
+
+    def _supersede(
+        self, old: MemoryRecord, new: MemoryRecord, ctx: WriteContext, ops: list[PutOp], *, in_place: bool
+    ) -> MemoryChange:
+        """Replace `old` by `new`.
+
+        The old version is archived with `invalid_at` and `superseded_by` and is never
+        current again; a keyed memory keeps its id.
+        """
+        now = new.valid_from
+        if in_place:
+            new.id = old.id
+            new.created_at = old.created_at
+        new.version = old.version + 1
+        archived = old.model_copy(update={"invalid_at": now, "superseded_by": new.id})
+        ops.append(
+            self._history_op(
+                ctx,
+                old.id,
+                "SUPERSEDE",
+                old.text,
+                new.text,
+                key=f"v{old.version}",
+                reason="replaced by a newer value" if in_place else f"superseded by {new.id}",
+            )
+        )
+        if not in_place:
+            ops.append(
+                self._history_op(
+                    ctx, new.id, "ADD", old.text, new.text, key=new.content_hash, reason=f"replaces {old.id}"
+                )
+            )
+        ops.append(self._archive_op(archived))
+        if not in_place:
+            ops += [*self.repo.remove_ops(old), expiry.unindex_op(ctx.user_id, old.id)]
+        ops += self._put_ops(new)
+        self.repo.apply(ops)
+        return MemoryChange(operation="SUPERSEDE", id=new.id, text=new.text, old_text=old.text, kind=new.kind)
 
     def _forget(self, cand: Candidate, ctx: WriteContext, ops: list[PutOp]) -> list[MemoryChange]:
         """Delete what a forget request is about.
 
-        That is: the memories that name the topic, the profile field it refers to, else the
-        single best match if it is clearly relevant.
+        That is: the memory it names (`target`), the profile field it refers to, the memories
+        whose text contains the topic, else the single best match if it is clearly relevant.
         """
         topic = cand.topic or cand.text
         targets: dict[str, MemoryRecord] = {}
+        if cand.target and (named := self.repo.get(ctx.user_id, cand.target)) is not None:
+            targets[named.id] = named
         subject = subject_of_topic(topic)
-        if subject:
-            for record in self.repo.find_subject(ctx.user_id, "profile", subject):
-                targets[record.id] = record
-        hits = self.repo.search(ctx.user_id, topic, limit=10)
-        for record, _ in hits:
-            if normalize_text(topic) in normalize_text(record.text):
-                targets[record.id] = record
-        if not targets and hits:
-            cal = calibrator_for(self.store)
-            background = cal.background(topic) if cal else None
-            best, raw = max(hits, key=lambda h: -1.0 if h[1] is None else h[1])
-            if cal and background and raw is not None and cal.relevance(raw, background) >= FORGET_RELEVANCE:
-                targets[best.id] = best
+        if (
+            subject
+            and (keyed := self.repo.get(ctx.user_id, field_id(ctx.user_id, "profile", subject))) is not None
+        ):
+            targets[keyed.id] = keyed
+        if not targets:
+            hits = self._similar(topic, "semantic", ctx.user_id) + self._similar(
+                topic, "profile", ctx.user_id
+            )
+            hits += self._similar(topic, "episodic", ctx.user_id)
+            for record, _ in hits:
+                if normalize_text(topic) in normalize_text(record.text):
+                    targets[record.id] = record
+            if not targets and hits:
+                best, rel = max(hits, key=lambda h: h[1])
+                if rel >= FORGET_RELEVANCE:
+                    targets[best.id] = best
         if not targets:
             return [MemoryChange(operation="NOOP", id=None, text=topic, reason="nothing matching to forget")]
         changes = []
         for record in targets.values():
-            ops += self._delete_ops(record, ctx, reason=f"user asked to forget: {topic}")
+            ops += self._delete_ops(record, ctx, reason="the user asked to forget it")
             changes.append(
-                MemoryChange(operation="DELETE", id=record.id, text=record.text, reason="forget request")
+                MemoryChange(
+                    operation="DELETE",
+                    id=record.id,
+                    text=record.text,
+                    reason="forget request",
+                    kind=record.kind,
+                )
             )
         return changes
+
+
+def archive_key(record: MemoryRecord) -> str:
+    """The archive key of one version of a memory (the same on every retry)."""
+    return f"{record.id}@v{record.version}"

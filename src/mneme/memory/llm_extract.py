@@ -1,0 +1,260 @@
+"""The LLM extractor: structured, schema-validated operations on a user's memory, with one retry.
+
+The model sees the user's newest message(s) and the related memories it may change, numbered
+1..n (never their real ids), and answers with JSON operations (add / update N / delete N /
+none N). The reply is validated against a pydantic schema and against the numbers shown; an
+unknown number, a missing text or a memory written in another language than the user's is a
+validation error. The first error is sent back to the model once; if the second reply fails
+too, `ExtractionFailed` is raised and the caller queues the input for a later retry, so a
+malformed reply never loses what the user said.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, ValidationError
+
+from mneme import prompts
+from mneme.memory.extract import Candidate
+from mneme.memory.gate import STATS
+from mneme.memory.record import Kind, MemoryRecord, lang_of
+
+MAX_SHOWN = 10
+"""At most this many existing memories are shown to the model."""
+MAX_MEMORY_CHARS = 500
+"""A memory the model proposes may not be longer than this."""
+_SUBJECT = re.compile(r"^[a-z][a-z0-9_]{0,40}(?::[\w-]{1,60})?$")
+_LANG_NAMES = {"zh": "Chinese", "en": "English"}
+
+
+class MemoryOp(BaseModel):
+    """One operation the model proposes."""
+
+    op: Literal["add", "update", "delete", "none"]
+    id: int | None = None
+    """For update / delete / none: the number of an existing memory, as shown."""
+    text: str | None = Field(default=None, max_length=MAX_MEMORY_CHARS)
+    """For add / update: the memory, one short statement in the user's language."""
+    kind: Kind = "semantic"
+    subject: str | None = None
+    """For a keyed profile fact: its snake_case field name."""
+    value: str | None = None
+    """For a keyed profile fact: its structured value."""
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    explicit: bool = True
+    """The user said it (False: inferred)."""
+
+
+class ExtractionResult(BaseModel):
+    """What the model answers: a list of operations (empty when nothing is worth keeping)."""
+
+    memories: list[MemoryOp] = Field(default_factory=list)
+
+
+class ExtractionFailed(Exception):
+    """The model's replies could not be used (after the retry); the input must be queued."""
+
+    def __init__(self, error: str, raw: str = "") -> None:
+        super().__init__(f"mneme: memory extraction failed: {error}")
+        self.error = error
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class RefMap:
+    """The small integers shown to the model, mapped to memory ids."""
+
+    records: tuple[MemoryRecord, ...]
+
+    def id_of(self, ref: int | None) -> str:
+        """The memory id of a number shown to the model.
+
+        Raises:
+            ValueError: for a number that was not shown (never guessed).
+        """
+        if ref is None:
+            raise ValueError("this operation needs the `id` of an existing memory")
+        if not 1 <= ref <= len(self.records):
+            shown = f"1-{len(self.records)}" if self.records else "none"
+            raise ValueError(f"memory id {ref} is not one of the ids shown ({shown})")
+        return self.records[ref - 1].id
+
+    def record(self, ref: int) -> MemoryRecord:
+        """The memory behind a (validated) number."""
+        return self.records[ref - 1]
+
+    def render(self) -> str:
+        """The numbered list shown to the model."""
+        if not self.records:
+            return prompts.EXTRACT_NO_MEMORIES
+        lines = []
+        for i, r in enumerate(self.records, 1):
+            key = f", {r.subject}={r.value}" if r.subject and r.value else ""
+            lines.append(f"[{i}] {r.text} ({r.kind}{key})")
+        return "\n".join(lines)
+
+
+def _content(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(
+        part if isinstance(part, str) else str(part.get("text", ""))
+        for part in content
+        if isinstance(part, str | dict)
+    )
+
+
+def _json_of(text: str) -> Any:
+    """The JSON object in a reply (fences and prose around it are tolerated)."""
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    body = fenced.group(1) if fenced else text
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("the reply contains no JSON object")
+    return json.loads(body[start : end + 1])
+
+
+def parse(reply: str, refs: RefMap, lang: str) -> list[Candidate]:
+    """Validate a reply and turn it into candidates.
+
+    Args:
+        reply: The model's text.
+        refs: The numbers that were shown.
+        lang: The user's language (`zh`, `en`); memories must be written in it.
+
+    Returns:
+        Candidates for the writer (`target` set for update / delete).
+
+    Raises:
+        ValueError: with a message fit to send back to the model.
+    """
+    try:
+        data = _json_of(reply)
+        if isinstance(data, list):
+            data = {"memories": data}
+        result = ExtractionResult.model_validate(data)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the reply is not valid JSON ({exc.msg} at position {exc.pos})") from None
+    except ValidationError as exc:
+        errors = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
+        raise ValueError(f"the JSON does not match the schema: {errors}") from None
+    out: list[Candidate] = []
+    for n, op in enumerate(result.memories):
+        where = f"memories[{n}]"
+        if op.op == "none":
+            if op.id is not None:
+                refs.id_of(op.id)  # a number that was not shown is an error, even here
+            continue
+        target = refs.id_of(op.id) if op.op in ("update", "delete") else None
+        if op.op == "delete":
+            old = refs.record(op.id or 0)
+            out.append(
+                Candidate(kind=old.kind, text=old.text, action="forget", topic=old.text, target=target)
+            )
+            continue
+        text = (op.text or "").strip()
+        if not text:
+            raise ValueError(f"{where}: `{op.op}` needs a non-empty `text`")
+        if lang == "zh" and lang_of(text) != "zh" and not re.search(r"[\u4e00-\u9fff]", text):
+            raise ValueError(
+                f"{where}: the user wrote in Chinese; write the memory in Chinese, not translated"
+            )
+        if lang == "en" and lang_of(text) == "zh":
+            raise ValueError(f"{where}: the user wrote in English; write the memory in English")
+        subject = op.subject.strip() if op.subject else None
+        if op.kind == "profile" and not subject:
+            raise ValueError(f"{where}: a profile memory needs a snake_case `subject`")
+        if subject and not _SUBJECT.match(subject):
+            raise ValueError(f"{where}: subject {subject!r} must be snake_case, like shipping_preference")
+        out.append(
+            Candidate(
+                kind=op.kind,
+                text=text,
+                subject=subject,
+                value=op.value,
+                importance=op.importance,
+                action="correct" if op.op == "update" else "add",
+                target=target,
+                confirmed=op.explicit,
+            )
+        )
+    return out
+
+
+class LLMExtractor:
+    """Extracts memory operations with a chat model; see the module docstring."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        """Wrap a chat model (JSON mode is asked for when the model supports it)."""
+        self.model = model
+        self._runnable: Any = model
+        try:
+            from langchain_openai import ChatOpenAI
+
+            if isinstance(model, ChatOpenAI):
+                self._runnable = model.bind(response_format={"type": "json_object"})
+        except ImportError:  # pragma: no cover - langchain-openai is a dependency
+            pass
+
+    def prompt(self, texts: Sequence[str], refs: RefMap, now: datetime) -> list[BaseMessage]:
+        """The messages sent to the model."""
+        lang = lang_of(" ".join(texts))
+        system = prompts.EXTRACT_SYSTEM.format(
+            lang_name=_LANG_NAMES.get(lang, lang),
+            today=now.date().isoformat(),
+            schema=json.dumps(ExtractionResult.model_json_schema(), ensure_ascii=False),
+        )
+        said = "\n".join(f"- {t}" for t in texts)
+        return [
+            SystemMessage(content=system),
+            HumanMessage(content=prompts.EXTRACT_INPUT.format(memories=refs.render(), messages=said)),
+        ]
+
+    def extract(
+        self, texts: Sequence[str], existing: Sequence[MemoryRecord], now: datetime | None = None
+    ) -> list[Candidate]:
+        """Ask the model what to remember from `texts`, given the memories it may change.
+
+        Args:
+            texts: What the user said this turn.
+            existing: Related current memories, shown numbered 1..n (at most `MAX_SHOWN`).
+            now: Today, for relative dates.
+
+        Returns:
+            Validated candidates (updates and deletes carry the real id of their target).
+
+        Raises:
+            ExtractionFailed: when the model errs, or both replies fail validation.
+        """
+        now = now or datetime.now(UTC)
+        refs = RefMap(tuple(existing[:MAX_SHOWN]))
+        lang = lang_of(" ".join(texts))
+        messages = self.prompt(texts, refs, now)
+        error = ""
+        reply_text = ""
+        for attempt in range(2):
+            STATS.count(llm_calls=1, retries=1 if attempt else 0)
+            try:
+                reply = self._runnable.invoke(messages)
+            except Exception as exc:  # network, quota, provider errors: queue and retry later
+                raise ExtractionFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
+            reply_text = _content(reply) if isinstance(reply, BaseMessage) else str(reply)
+            try:
+                return parse(reply_text, refs, lang)
+            except ValueError as exc:
+                error = str(exc)
+                messages = [
+                    *messages,
+                    AIMessage(content=reply_text),
+                    HumanMessage(content=prompts.EXTRACT_RETRY.format(error=error)),
+                ]
+        raise ExtractionFailed(error, reply_text)

@@ -1,0 +1,224 @@
+"""From what a user said to stored memories: guard, gate, extract (LLM or rules), write, queue.
+
+`Pipeline.run` takes one job (the user's messages of one `add` call or one graph turn) and
+writes what it yields. A message that tries to instruct the agent is refused whole. With a
+real chat model, the gate decides whether the turn is worth a call; the LLM extractor's
+failure queues the job for a retry (the offline rules still write the facts they see, so the
+obvious ones are never late). Without a model, the offline rules extract.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import BaseStore
+
+from mneme.context import Context
+from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate, extract
+from mneme.memory.gate import STATS, gate
+from mneme.memory.guard import poisoning_reason
+from mneme.memory.llm_extract import MAX_SHOWN, ExtractionFailed, LLMExtractor
+from mneme.memory.queue import PendingJob, PendingQueue
+from mneme.memory.record import MemoryChange, MemoryRecord, Source
+from mneme.memory.redact import RedactionPolicy
+from mneme.memory.repo import Repo
+from mneme.memory.write import WriteContext, Writer
+
+log = logging.getLogger("mneme.extract")
+
+JOB_FIELDS = (
+    "redact_phone",
+    "redact_email",
+    "redact_cn_id",
+    "redact_bank_card",
+    "ttl_profile_days",
+    "ttl_semantic_days",
+    "ttl_episodic_days",
+    "extractor",
+)
+"""The `Context` settings a queued job keeps, so that its retry writes under the same policy."""
+
+
+def ttl_of(context: Context) -> dict[str, float | None]:
+    """Default time to live per kind (days) from a context."""
+    return {
+        "profile": context.ttl_profile_days,
+        "semantic": context.ttl_semantic_days,
+        "episodic": context.ttl_episodic_days,
+    }
+
+
+def write_context(
+    context: Context,
+    user_id: str,
+    source: Source,
+    metadata: dict[str, Any] | None = None,
+    agent_id: str | None = None,
+) -> WriteContext:
+    """The writer's settings for one write under a context."""
+    return WriteContext(
+        user_id=user_id,
+        source=source,
+        metadata=dict(metadata or {}),
+        agent_id=agent_id,
+        policy=RedactionPolicy.from_context(context),
+        ttl_days=ttl_of(context),
+    )
+
+
+def rules(texts: list[str], now: datetime | None = None) -> list[Candidate]:
+    """Candidates of the offline extractor for several messages."""
+    out: list[Candidate] = []
+    for text in texts:
+        out += extract(text, now=now)
+    return out
+
+
+class Pipeline:
+    """Runs extraction jobs for one store under one context and model."""
+
+    def __init__(self, store: BaseStore, context: Context, model: str | BaseChatModel | None) -> None:
+        self.store = store
+        self.context = context
+        self.model = model
+        self.writer = Writer(store)
+        self.repo = Repo(store)
+        self.queue = PendingQueue(store)
+        self._llm: LLMExtractor | None = None
+
+    def llm(self, context: Context) -> LLMExtractor | None:
+        """The LLM extractor, or None when extraction is rule-based.
+
+        Rule-based: `extractor="rules"`, the offline model, and in `auto` mode also LangChain's
+        fake chat models (test doubles scripted for the agent, not for extraction).
+        """
+        if context.extractor == "rules":
+            return None
+        from langchain_core.language_models.fake_chat_models import (
+            FakeListChatModel,
+            FakeMessagesListChatModel,
+            GenericFakeChatModel,
+        )
+
+        from mneme.models import is_offline, resolve_model
+
+        spec = self.model if self.model is not None else (context.model or None)
+        if is_offline(spec):
+            return None
+        fakes = (GenericFakeChatModel, FakeListChatModel, FakeMessagesListChatModel)
+        if context.extractor == "auto" and isinstance(spec, fakes):
+            return None
+        if self._llm is None:
+            self._llm = LLMExtractor(resolve_model(spec))
+        return self._llm
+
+    def job(
+        self,
+        user_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        agent_id: str | None = None,
+    ) -> PendingJob:
+        """A job for a user's messages (not persisted)."""
+        model = self.model if isinstance(self.model, str) else None
+        return PendingJob(
+            id=PendingJob.job_id(user_id, session_id, messages),
+            user_id=user_id,
+            messages=messages,
+            session_id=session_id,
+            metadata=dict(metadata or {}),
+            agent_id=agent_id,
+            context={k: getattr(self.context, k) for k in JOB_FIELDS},
+            model=model,
+        )
+
+    def run(
+        self, job: PendingJob, *, queued: bool = False, now: datetime | None = None
+    ) -> list[MemoryChange]:
+        """Extract and write one job's memories.
+
+        Args:
+            job: The messages and settings.
+            queued: The job is in the pending queue (deferred or retried): it is removed on
+                success and its attempt recorded on failure.
+            now: The time the messages were said (relative dates).
+
+        Returns:
+            The changes; a `QUEUED` change when the LLM extraction failed and the job waits.
+        """
+        context = replace(self.context, **{k: v for k, v in job.context.items() if hasattr(self.context, k)})
+        source = Source(
+            thread_id=job.session_id,
+            actor="user",
+            message_ids=[str(m["id"]) for m in job.messages if m.get("id")],
+        )
+        ctx = write_context(context, job.user_id, source, job.metadata, job.agent_id)
+        changes: list[MemoryChange] = []
+        texts: list[str] = []
+        for m in job.messages:
+            text = str(m.get("content") or "")
+            if not text.strip():
+                continue
+            reason = poisoning_reason(text[:MAX_EXTRACT_CHARS])
+            if reason:
+                changes.append(self.writer.refuse(text, reason, ctx))
+            else:
+                texts.append(text)
+        if not texts:
+            if queued:
+                self.queue.done(job)
+            return changes
+        llm = self.llm(context)
+        candidates: list[Candidate]
+        if llm is None:
+            candidates = rules(texts, now)
+        else:
+            send = any(gate(t).send for t in texts)
+            STATS.count(turns=1, sent=int(send), saved=int(not send))
+            if not send:
+                candidates = []
+            else:
+                try:
+                    candidates = llm.extract(texts, self._related(job.user_id, texts), now)
+                except ExtractionFailed as exc:
+                    STATS.count(queued=1)
+                    self.queue.failed(job, exc.error)
+                    changes += self.writer.write(rules(texts, now), ctx)
+                    changes.append(MemoryChange(operation="QUEUED", id=job.id, text="", reason=exc.error))
+                    return changes
+        changes += self.writer.write(candidates, ctx)
+        if queued:
+            self.queue.done(job)
+        return changes
+
+    def retry(
+        self, user_id: str | None = None, *, now: datetime | None = None, force: bool = False
+    ) -> list[MemoryChange]:
+        """Run the pending jobs that are due (all of them if `force`)."""
+        now = now or datetime.now(UTC)
+        changes: list[MemoryChange] = []
+        for job in self.queue.jobs(user_id, due_at=None if force else now):
+            try:
+                changes += self.run(job, queued=True)
+            except Exception as exc:  # a store or writer error: keep the job, try later
+                self.queue.failed(job, f"{type(exc).__name__}: {exc}")
+        return changes
+
+    def _related(self, user_id: str, texts: list[str]) -> list[MemoryRecord]:
+        """The current facts and profile fields most like what was said (shown to the model)."""
+        query = " ".join(texts)[:1000]
+        found = self.repo.search(user_id, query, kinds=("profile", "semantic"), limit=MAX_SHOWN)
+        found.sort(key=lambda p: -1.0 if p[1] is None else p[1], reverse=True)
+        seen: set[str] = set()
+        out: list[MemoryRecord] = []
+        for record, _ in found:
+            if record.id not in seen:
+                seen.add(record.id)
+                out.append(record)
+        return out[:MAX_SHOWN]
