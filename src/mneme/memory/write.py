@@ -12,6 +12,7 @@ its row.
 from __future__ import annotations
 
 import difflib
+import re
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -422,6 +423,8 @@ class Writer:
         if replaced is None and not keyed:
             similar = self._similar(text, cand.kind, ctx.user_id)
             for old, rel in similar:
+                if _numbers(old.text) != _numbers(text):
+                    continue  # "order 1001" and "order 1002" are different facts, however alike
                 same_polarity = polarity(old.text) == polarity(text)
                 ratio = difflib.SequenceMatcher(None, normalize_text(old.text), normalize_text(text)).ratio()
                 if same_polarity and (
@@ -431,7 +434,8 @@ class Writer:
                     return [self._noop(old, "a memory with the same meaning exists")]
             for old, rel in similar:
                 if (
-                    polarity(old.text) != polarity(text)
+                    _numbers(old.text) == _numbers(text)
+                    and polarity(old.text) != polarity(text)
                     and same_object(old.text, text)
                     and rel >= CONTRADICTION_RELEVANCE
                 ):
@@ -555,6 +559,10 @@ class Writer:
                 )
             )
         return changes
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d+", text)
 
 
 def archive_key(record: MemoryRecord) -> str:

@@ -1,9 +1,16 @@
-"""`extract_memories`: the write path at the end of a turn, inline or in the background."""
+"""`extract_memories`: the write path at the end of a turn, inline or in the background.
+
+Inline, the turn's memories are written before the run ends. Deferred, each speaker's part of
+the turn becomes a job persisted in the store's pending queue, handed to the process's
+background worker, and the node returns at once: the reply never waits for extraction, and
+a crash loses nothing (the job is still queued; the next worker or `Memory.retry_pending`
+runs it). Jobs and writes are keyed by the source messages and their content, so running a
+turn twice never duplicates a memory.
+"""
 
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -12,12 +19,14 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from mneme.context import Context, context_of, thread_id
-from mneme.memory.api import Memory
-from mneme.memory.record import MemoryChange
+from mneme.memory.pipeline import Pipeline
+from mneme.memory.queue import PendingJob
+from mneme.memory.record import MemoryChange, check_user
+from mneme.memory.worker import worker
 from mneme.state import Node, State
+from mneme.tokens import message_text
 
 log = logging.getLogger("mneme.extract")
-_background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mneme-extract")
 
 
 def turn_messages(state: State) -> list[AnyMessage]:
@@ -25,6 +34,34 @@ def turn_messages(state: State) -> list[AnyMessage]:
     ids = [m.id for m in state.messages]
     start = ids.index(state.turn_start) if state.turn_start in ids else max(0, len(ids) - 1)
     return list(state.messages[start:])
+
+
+def turn_inputs(
+    messages: list[AnyMessage], user_id: str
+) -> list[tuple[str, list[dict[str, Any]], dict[str, Any]]]:
+    """What each speaker said this turn: `(user, messages, metadata)`.
+
+    In a group chat every participant's lines go to that participant's memory; otherwise the
+    run's user said everything.
+    """
+    by_user: dict[str, list[dict[str, Any]]] = {}
+    group_users: set[str] = set()
+    for m in messages:
+        if not isinstance(m, HumanMessage):
+            continue
+        lines = m.additional_kwargs.get("group_messages")
+        if lines:
+            for i, line in enumerate(lines):
+                sender = str(line.get("sender") or "unknown")
+                group_users.add(sender)
+                by_user.setdefault(sender, []).append(
+                    {"role": "user", "content": str(line.get("content", "")), "id": f"{m.id}#{i}"}
+                )
+        else:
+            text = message_text(m)
+            if text.strip():
+                by_user.setdefault(user_id, []).append({"role": "user", "content": text, "id": m.id})
+    return [(user, said, {"group": True} if user in group_users else {}) for user, said in by_user.items()]
 
 
 def write_turn(
@@ -35,24 +72,36 @@ def write_turn(
     thread_id: str,
 ) -> list[MemoryChange]:
     """Extract and store the memories of one turn; in a group, each speaker's for that speaker."""
-    memory = Memory(store, model=model, context=ctx)
+    pipeline = Pipeline(store, ctx, model)
     changes: list[MemoryChange] = []
-    for m in messages:
-        if not isinstance(m, HumanMessage):
-            continue
-        group = m.additional_kwargs.get("group_messages")
-        if group:
-            for line in group:
-                changes += memory.add(
-                    {"role": "user", "content": line["content"], "id": m.id},
-                    user_id=line["sender"],
-                    session_id=thread_id,
-                    metadata={"group": True},
-                    agent_id=ctx.agent_id or None,
-                )
-        else:
-            changes += memory.add(m, user_id=ctx.user_id, session_id=thread_id, agent_id=ctx.agent_id or None)
+    for user, said, metadata in turn_inputs(messages, ctx.user_id):
+        job = pipeline.job(
+            user, said, session_id=thread_id or None, metadata=metadata, agent_id=ctx.agent_id or None
+        )
+        changes += pipeline.run(job)
     return changes
+
+
+def defer_turn(
+    store: BaseStore,
+    ctx: Context,
+    model: str | BaseChatModel | None,
+    messages: list[AnyMessage],
+    thread_id: str,
+) -> list[PendingJob]:
+    """Persist one turn's extraction jobs and hand them to the background worker."""
+    pipeline = Pipeline(store, ctx, model)
+    jobs: list[PendingJob] = []
+    for user, said, metadata in turn_inputs(messages, ctx.user_id):
+        check_user(user)
+        job = pipeline.job(
+            user, said, session_id=thread_id or None, metadata=metadata, agent_id=ctx.agent_id or None
+        )
+        pipeline.queue.put(job)  # persisted before anything else: a crash loses nothing
+        jobs.append(job)
+    for job in jobs:
+        worker().submit(store, job, context=ctx, model=model)
+    return jobs
 
 
 def make_extract_memories(
@@ -61,7 +110,7 @@ def make_extract_memories(
     """Build the `extract_memories` node for a model (None: the run's `Context.model`)."""
 
     def extract_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Write what the user said this turn to long-term memory."""
+        """Write what the user said this turn to long-term memory (or queue it)."""
         ctx = context_of(runtime)
         if ctx.extraction == "off" or runtime.store is None:
             return {"writes": []}
@@ -69,16 +118,9 @@ def make_extract_memories(
         thread = thread_id()
         messages = turn_messages(state)
         if ctx.extraction == "deferred":
-            future = _background.submit(write_turn, runtime.store, ctx, spec, messages, thread)
-            future.add_done_callback(_log_failure)
-            return {"writes": [{"operation": "DEFERRED", "id": None, "text": ""}]}
+            jobs = defer_turn(runtime.store, ctx, spec, messages, thread)
+            return {"writes": [{"operation": "DEFERRED", "id": j.id, "text": ""} for j in jobs]}
         changes = write_turn(runtime.store, ctx, spec, messages, thread)
         return {"writes": [c.model_dump() for c in changes]}
 
     return extract_memories
-
-
-def _log_failure(future: Any) -> None:
-    exc = future.exception()
-    if exc is not None:
-        log.error("mneme: deferred extraction failed: %s", exc)
