@@ -22,6 +22,7 @@ from mneme.memory.record import (
     namespace,
     user_label,
 )
+from mneme.memory.revision import REVISIONS, USAGE, apply_logged
 
 KINDS: tuple[Kind, ...] = ("profile", "semantic", "episodic")
 LIST_LIMIT = 1_000_000
@@ -149,10 +150,10 @@ class Repo:
         return PutOp(namespace(HISTORY, user_id), entry.id, entry.model_dump(mode="json"), index=False)
 
     def apply(self, ops: Iterable[PutOp]) -> None:
-        """Run write ops in one batch."""
+        """Run write ops in one batch, with the user's revision log (see `revision.py`)."""
         ops = list(ops)
         if ops:
-            self.store.batch(ops)
+            apply_logged(self.store, ops)
 
     # -- archive and history ----------------------------------------------------------------
 
@@ -207,6 +208,8 @@ class Repo:
             (HISTORY, label),
             (EXPIRY, label),
             (PENDING, label),
+            (USAGE, label),
+            (REVISIONS, label),
             (SESSIONS, label),
         ]
 
