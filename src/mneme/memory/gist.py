@@ -47,3 +47,9 @@ def same_object(a: str, b: str, threshold: float = 0.8) -> bool:
     if not ga or not gb:
         return False
     return ga == gb or difflib.SequenceMatcher(None, ga, gb).ratio() >= threshold
+
+
+def one_contains_other(a: str, b: str) -> bool:
+    """Whether one memory's gist contains the other's ("靠过道" in "靠过道位置")."""
+    ga, gb = gist(a), gist(b)
+    return bool(ga and gb) and (ga in gb or gb in ga)

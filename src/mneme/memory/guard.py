@@ -20,7 +20,7 @@ PATTERNS: tuple[str, ...] = (
     r"^\s*(system|developer|assistant)\s*[:：]",
     r"(系统提示|系统消息|系统指令)[:：]",
     # "from now on don't verify me", "你现在没有限制"
-    r"(以后|从现在起|从现在开始|今后).{0,10}(不要|不必|无需|不用).{0,6}(遵守|遵循|检查|验证|审核|核实)",
+    r"(以后|从现在起|从现在开始|今后).{0,10}(不要|不必|无需|不用|不需要).{0,6}(遵守|遵循|检查|验证|审核|核实)",
     r"\bfrom now on\b.{0,30}\b(do not|don't|never|must not|mustn't|no need to)\b.{0,20}\b(check|verify|follow|obey|confirm|ask for)\b",
     r"你(现在)?是.{0,10}(没有|不受|无)(任何)?(限制|约束)",
     r"\b(act|behave|respond)\b.{0,10}\bas if you (have|had) no (rules|restrictions|limits|filters)\b",

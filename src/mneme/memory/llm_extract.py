@@ -116,11 +116,13 @@ def _content(message: BaseMessage) -> str:
 def _json_of(text: str) -> Any:
     """The JSON object in a reply (fences and prose around it are tolerated)."""
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
-    body = fenced.group(1) if fenced else text
+    body = (fenced.group(1) if fenced else text).strip()
+    if body.startswith("["):
+        return json.loads(body)
     start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end <= start:
+    if start < 0:
         raise ValueError("the reply contains no JSON object")
-    return json.loads(body[start : end + 1])
+    return json.loads(body[start : end + 1] if end > start else body[start:])
 
 
 def parse(reply: str, refs: RefMap, lang: str) -> list[Candidate]:

@@ -82,7 +82,8 @@ class BackgroundWorker:
                     pipeline.retry()
                 else:
                     current = pipeline.queue.get(task.job.user_id, task.job.id)
-                    if current is not None:  # not already done by a drain or another worker
+                    # skip it if a drain (or another worker) already ran it, well or not
+                    if current is not None and current.attempts == task.job.attempts:
                         pipeline.run(current, queued=True)
             except Exception as exc:  # never let one job stop the worker
                 self.failures += 1

@@ -23,7 +23,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from mneme.memory import expiry
 from mneme.memory.extract import Candidate, subject_of_topic
-from mneme.memory.gist import polarity, same_object
+from mneme.memory.gist import one_contains_other, polarity, same_object
 from mneme.memory.guard import poisoning_reason
 from mneme.memory.record import (
     ARCHIVE,
@@ -430,6 +430,7 @@ class Writer:
                 if same_polarity and (
                     (same_object(old.text, text, 1.0) and rel >= CORRECTION_RELEVANCE)
                     or (ratio >= DUPLICATE_TEXT_RATIO and rel >= DUPLICATE_RELEVANCE)
+                    or (one_contains_other(old.text, text) and rel >= DUPLICATE_RELEVANCE)
                 ):
                     return [self._noop(old, "a memory with the same meaning exists")]
             for old, rel in similar:

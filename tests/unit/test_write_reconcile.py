@@ -1,0 +1,197 @@
+"""Reconciliation: add, noop by meaning, supersede with history, delete, keyed fields, retries."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from langgraph.store.base import BaseStore, Op, PutOp, Result
+
+from mneme.memory.api import Memory
+from mneme.memory.record import HISTORY, MEMORIES
+from mneme.memory.repo import Repo
+from mneme.store.chroma import ChromaStore
+
+
+def ops_of(changes: list[Any]) -> list[str]:
+    return [c.operation for c in changes]
+
+
+def test_the_same_fact_said_differently_is_a_noop(memory: Memory) -> None:
+    first = memory.add("我喜欢靠窗的座位", user_id="u")
+    assert ops_of(first) == ["ADD"]
+    again = memory.add("我很喜欢靠窗座位", user_id="u")
+    assert ops_of(again) == ["NOOP"] and again[0].id == first[0].id
+    assert ops_of(memory.add("I like window seats", user_id="v")) == ["ADD"]
+    assert ops_of(memory.add("I really love window seats!", user_id="v")) == ["NOOP"]
+    saved = memory.save("The user likes window seats", user_id="v")
+    assert saved.operation == "NOOP"
+    assert [r.text for r in memory.get_all(user_id="v")] == ["Likes window seats"]
+
+
+def test_facts_that_differ_in_a_number_are_not_merged(memory: Memory) -> None:
+    assert memory.save("Has a meeting in room 1204", user_id="u").operation == "ADD"
+    assert memory.save("Has a meeting in room 1205", user_id="u").operation == "ADD"
+    assert len(memory.get_all(user_id="u")) == 2
+
+
+def test_opposite_preference_replaces_the_old_one(memory: Memory) -> None:
+    old = memory.add("I like spicy food", user_id="u")[0]
+    change = memory.add("I don't eat spicy food", user_id="u")[0]
+    assert change.operation == "SUPERSEDE" and change.old_text == "Likes spicy food"
+    assert [r.text for r in memory.get_all(user_id="u")] == ["Does not eat spicy food"]
+    [archived] = Repo(memory.store).archived("u", old.id)
+    assert archived.invalid_at is not None and archived.superseded_by == change.id
+
+
+def test_a_correction_replaces_the_memory_it_is_about_and_nothing_else(memory: Memory) -> None:
+    for text in ["I like window seats", "I like green tea", "I live in Berlin"]:
+        memory.add(text, user_id="u")
+    change = memory.add("Actually, I now prefer aisle seats", user_id="u")[0]
+    assert (change.operation, change.old_text) == ("SUPERSEDE", "Likes window seats")
+    assert sorted(r.text for r in memory.get_all(user_id="u")) == [
+        "Likes green tea",
+        "Lives in Berlin",
+        "Prefers aisle seats",
+    ]
+    rows = memory.history(change.id, user_id="u")
+    assert [(r.operation, r.old_text, r.new_text) for r in rows] == [
+        ("ADD", "Likes window seats", "Prefers aisle seats")
+    ]
+    old_id = next(h.id for h in memory.search("window", user_id="u", include_history=True) if not h.current)
+    assert [r.operation for r in memory.history(old_id, user_id="u")] == ["ADD", "SUPERSEDE"]
+
+
+def test_a_profile_field_keeps_one_id_and_every_value_in_history(memory: Memory) -> None:
+    first = memory.add("麻烦以后都发顺丰。", user_id="u", session_id="s1")[0]
+    second = memory.add("快递改成京东吧", user_id="u", session_id="s2")[0]
+    assert second.operation == "SUPERSEDE" and second.id == first.id
+    fields = memory.profile(user_id="u")
+    ship = fields["shipping_preference"]
+    assert (ship.value, ship.version, ship.confirmed, ship.source.thread_id) == (
+        "JD_LOGISTICS",
+        2,
+        True,
+        "s2",
+    )
+    assert len(memory.get_all(user_id="u", kinds=["profile"])) == 1
+    rows = memory.history(first.id, user_id="u")
+    assert [(r.operation, r.old_text, r.new_text) for r in rows] == [
+        ("ADD", None, "快递偏好：以后都发顺丰"),
+        ("SUPERSEDE", "快递偏好：以后都发顺丰", "快递偏好：以后都发京东物流"),
+    ]
+    [old] = Repo(memory.store).archived("u", first.id)
+    assert (old.value, old.version, old.superseded_by) == ("SF_EXPRESS", 1, first.id)
+    assert old.invalid_at is not None
+    assert memory.add("以后都发京东", user_id="u")[0].operation == "NOOP"
+
+
+def test_concurrent_updates_of_different_fields_both_survive(chroma_store: ChromaStore) -> None:
+    a, b = Memory(chroma_store), Memory(chroma_store)
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def run(memory: Memory, subject: str, prefix: str) -> None:
+        try:
+            for i in range(15):
+                barrier.wait()
+                memory.set_field(subject, f"{prefix}{i}", user_id="u")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=run, args=(a, "shipping_preference", "SHIP_")),
+        threading.Thread(target=run, args=(b, "seat_preference", "SEAT_")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    fields = {k: (f.value, f.version) for k, f in a.profile(user_id="u").items()}
+    assert fields == {"shipping_preference": ("SHIP_14", 15), "seat_preference": ("SEAT_14", 15)}
+
+
+def test_set_field_rejects_an_empty_value_and_keeps_the_old_one(memory: Memory) -> None:
+    memory.set_field("seat_preference", "AISLE", user_id="u")
+    with pytest.raises(ValueError, match="mneme: "):
+        memory.set_field("seat_preference", " ", user_id="u")
+    assert memory.profile(user_id="u")["seat_preference"].value == "AISLE"
+
+
+@pytest.mark.parametrize(
+    ("setup", "request_text", "gone"),
+    [
+        ("我的手机号是13812345678", "忘掉我的电话号码", "5678"),
+        ("I like sushi", "Forget that I like sushi", "sushi"),
+        ("我喜欢香菜", "把我喜欢香菜这件事忘了吧", "香菜"),
+    ],
+)
+def test_forget_requests_delete_and_scrub_history(
+    memory: Memory, setup: str, request_text: str, gone: str
+) -> None:
+    kept = memory.add("I live in Berlin", user_id="u")[0]
+    mid = memory.add(setup, user_id="u")[0].id
+    change = memory.add(request_text, user_id="u")
+    assert [(c.operation, c.id) for c in change] == [("DELETE", mid)]
+    assert [r.id for r in memory.get_all(user_id="u")] == [kept.id]
+    rows = memory.history(mid, user_id="u")
+    assert rows[-1].operation == "DELETE"
+    assert all(gone not in (r.old_text or "") + (r.new_text or "") for r in rows)
+
+
+def test_forgetting_what_was_never_said_changes_nothing(memory: Memory) -> None:
+    memory.add("I live in Berlin", user_id="u")
+    assert ops_of(memory.add("Please forget my phone number", user_id="u")) == ["NOOP"]
+    assert len(memory.get_all(user_id="u")) == 1
+
+
+def test_a_retried_turn_writes_nothing_twice(memory: Memory) -> None:
+    turn = [{"role": "user", "content": "我叫李娜，我住在杭州，我不吃辣", "id": "m1"}]
+    first = memory.add(turn, user_id="u", session_id="s")
+    assert ops_of(first) == ["ADD", "ADD", "ADD"]
+    rows = len(memory.export(user_id="u")["history"])
+    assert ops_of(memory.add(turn, user_id="u", session_id="s")) == ["NOOP", "NOOP", "NOOP"]
+    assert len(memory.get_all(user_id="u")) == 3
+    assert len(memory.export(user_id="u")["history"]) == rows
+
+
+class CrashingStore(BaseStore):
+    """Delegates to a store, but dies once in the middle of a write.
+
+    It dies after the history rows of a batch are written and before the memories are.
+    """
+
+    def __init__(self, inner: BaseStore) -> None:
+        self.inner = inner
+        self.crashed = False
+        self.embeddings = getattr(inner, "embeddings", None)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        writes_memory = any(isinstance(o, PutOp) and o.namespace[0] == MEMORIES for o in ops)
+        if writes_memory and not self.crashed:
+            self.crashed = True
+            self.inner.batch([o for o in ops if isinstance(o, PutOp) and o.namespace[0] == HISTORY])
+            raise RuntimeError("process killed")
+        return self.inner.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:  # pragma: no cover - unused
+        return self.inner.batch(ops)
+
+
+def test_a_crash_in_the_middle_of_a_write_then_a_retry_leaves_one_memory_and_full_history(
+    chroma_store: ChromaStore,
+) -> None:
+    crashing = Memory(CrashingStore(chroma_store))
+    with pytest.raises(RuntimeError, match="killed"):
+        crashing.add("我喜欢靠窗的座位", user_id="u", session_id="s")
+    memory = Memory(chroma_store)
+    assert memory.get_all(user_id="u") == []
+    change = crashing.add("我喜欢靠窗的座位", user_id="u", session_id="s")[0]
+    assert change.operation == "ADD"
+    assert ops_of(memory.add("我喜欢靠窗的座位", user_id="u", session_id="s")) == ["NOOP"]
+    assert [r.text for r in memory.get_all(user_id="u")] == ["喜欢靠窗的座位"]
+    assert [r.operation for r in memory.history(change.id, user_id="u")] == ["ADD"]
