@@ -54,7 +54,7 @@ RECAP_BLOCK = (
 RECAP_LINE = "- [{date}] {text}"
 """One previous session in `RECAP_BLOCK`."""
 
-SESSION_RECAP = 'Session "{title}" ({turns} turns). Topic: {topic}.{facts}{decisions}{open_items}'
+SESSION_RECAP = 'Session "{title}". Topic: {topic}.{facts}{decisions}{open_items}'
 """The extractive session summary stored as an episodic memory when a session ends or goes idle."""
 
 SESSION_RECAP_PROMPT = (

@@ -50,7 +50,6 @@ def _reply_text(message: AnyMessage) -> str:
 def recap_text(
     *,
     title: str,
-    turns: int,
     summary: str,
     task: dict[str, Any] | None,
     messages: Sequence[AnyMessage],
@@ -59,7 +58,6 @@ def recap_text(
 
     Args:
         title: The session's title (its first user message).
-        turns: How many user turns it had.
         summary: Its running summary (turns already folded out of `messages`).
         task: Its task state (intent, slots, pending action).
         messages: The messages still in the thread.
@@ -84,7 +82,6 @@ def recap_text(
     pending = str(task.get("pending_action") or "")
     text = prompts.SESSION_RECAP.format(
         title=_clip(title, 60),
-        turns=turns,
         topic=intent,
         facts=f" Facts: {facts}." if facts else "",
         decisions=(" Settled: " + " | ".join(decisions) + ".") if decisions else "",
@@ -138,15 +135,15 @@ def note_turn(store: BaseStore, user_id: str, thread_id: str, values: dict[str, 
     record = repo.session(user_id, thread_id)
     if record is None:
         return
-    record["recap"] = recap_text(
+    text = recap_text(
         title=str(record.get("title", "")),
-        turns=int(record.get("turns", 0)),
         summary=str(values.get("summary") or ""),
         task=values.get("task"),
         messages=list(values.get("messages") or []),
     )
-    record["recap_turns"] = int(record.get("turns", 0))
-    repo.put_session(user_id, thread_id, record)
+    if text != record.get("recap"):  # small talk changes nothing: no write
+        record["recap"] = text
+        repo.put_session(user_id, thread_id, record)
 
 
 def end_session(

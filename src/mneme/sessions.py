@@ -238,7 +238,6 @@ class Sessions:
         messages = [m for m in values.get("messages") or [] if isinstance(m, BaseMessage)]
         text = recap.recap_text(
             title=str(record.get("title", "")),
-            turns=int(record.get("turns", 0)),
             summary=str(values.get("summary") or ""),
             task=values.get("task"),
             messages=messages,  # type: ignore[arg-type]

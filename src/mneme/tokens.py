@@ -39,6 +39,8 @@ REPLY_OVERHEAD = 3
 # and English text they stay within about +-25% of it, so the estimate rounds it up by 25% to
 # keep budgets on the safe side.
 ESTIMATE_FACTOR = 1.25
+CACHED_CHARS = 4000
+"""Texts up to this length have their counts cached (8192 of them: at most ~64 MB, typically ~1 MB)."""
 
 
 def _seed_cache(name: str) -> None:
@@ -105,11 +107,12 @@ class TokenCounter:
     exact: bool
 
     def count(self, text: str) -> int:
-        """Tokens of a plain text."""
+        """Tokens of a plain text (short texts are cached: a thread's messages are counted often)."""
         if not text:
             return 0
-        n = len(get_encoding(self.encoding).encode(text, disallowed_special=()))
-        return n if self.exact else int(n * ESTIMATE_FACTOR + 0.999)
+        if len(text) <= CACHED_CHARS:
+            return _count_cached(self.encoding, self.exact, text)
+        return _count(self.encoding, self.exact, text)
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens of one chat message, including its tool calls and format overhead."""
@@ -125,6 +128,16 @@ class TokenCounter:
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         """Tokens of a whole model request."""
         return sum(self.count_message(m) for m in messages) + REPLY_OVERHEAD
+
+
+def _count(encoding: str, exact: bool, text: str) -> int:
+    n = len(get_encoding(encoding).encode(text, disallowed_special=()))
+    return n if exact else int(n * ESTIMATE_FACTOR + 0.999)
+
+
+@lru_cache(maxsize=8192)
+def _count_cached(encoding: str, exact: bool, text: str) -> int:
+    return _count(encoding, exact, text)
 
 
 def message_text(message: BaseMessage) -> str:

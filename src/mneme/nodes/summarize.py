@@ -26,7 +26,9 @@ log = logging.getLogger("mneme.summarize")
 KEEP_RATIO = 0.5
 """After summarizing, the history holds at most this share of its budget (so that summarizing
 happens every few turns, not at every turn)."""
-EPISODE_CHARS = 2000
+EPISODE_CHARS = 800
+"""A removed turn is kept as episodes of at most this many characters each (the embedding model
+reads about 512 tokens, so a longer text would not be searchable past its start)."""
 
 _INFORMATIVE = re.compile(
     r"\d|[A-Z][a-z]+|订单|地址|电话|日期|决定|确认|同意|以后|偏好|喜欢|不要|需要|"
@@ -161,9 +163,11 @@ def make_summarize(
             thread = thread_id()
             episodes = []
             for turn in removed:
-                text = "\n".join(excerpt([turn]))[:EPISODE_CHARS]
-                if text:
-                    episodes.append((text, {"source": "summarized", "message_id": turn[0].id or ""}))
+                text = "\n".join(excerpt([turn]))
+                for k in range(0, len(text), EPISODE_CHARS):  # a long turn: several episodes
+                    part = f"#{k // EPISODE_CHARS}" if k else ""
+                    meta = {"source": "summarized", "message_id": f"{turn[0].id or ''}{part}"}
+                    episodes.append((text[k : k + EPISODE_CHARS], meta))
             wctx = WriteContext(user_id=ctx.user_id, source=Source(thread_id=thread, actor="system"))
             Writer(runtime.store).add_verbatim(episodes, wctx)
         return {
