@@ -133,7 +133,7 @@ def note_turn(store: BaseStore, user_id: str, thread_id: str, values: dict[str, 
     """
     repo = Repo(store)
     record = repo.session(user_id, thread_id)
-    if record is None:
+    if record is None or record.get("group"):  # a group has no one user to recap for
         return
     text = recap_text(
         title=str(record.get("title", "")),
@@ -194,6 +194,8 @@ def end_session(
 
 def needs_ending(record: dict[str, Any]) -> bool:
     """Whether a session has turns that its stored recap does not cover yet."""
+    if record.get("group"):
+        return False
     return bool(record.get("recap")) and record.get("ended_turns") != record.get("turns")
 
 

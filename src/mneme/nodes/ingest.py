@@ -213,7 +213,7 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     thread = thread_id()
     if runtime.store is not None and thread:
         title = str((state.group or {}).get("trigger", {}).get("content", "")) if state.group else text
-        if record_session(runtime.store, user, thread, title, group=bool(state.group)):
+        if record_session(runtime.store, user, thread, title, group=bool(state.group)) and not state.group:
             updates["recaps"] = start_session(runtime.store, user, thread, ctx)
     return updates
 

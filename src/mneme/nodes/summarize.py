@@ -60,6 +60,43 @@ def excerpt(turns: Sequence[Sequence[AnyMessage]]) -> list[str]:
     return lines
 
 
+def chunks(text: str, size: int = EPISODE_CHARS) -> list[str]:
+    """A text cut into pieces of at most `size` characters."""
+    return [text[k : k + size] for k in range(0, len(text), size)]
+
+
+def episodes(
+    removed: Sequence[Sequence[AnyMessage]], user_id: str
+) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """The episodic memories that keep folded turns searchable, per user they belong to.
+
+    A one-to-one turn is kept for the run's user (the whole exchange). A group-chat turn is
+    kept for each speaker, with only the lines that speaker said: never for the group, never
+    for another participant.
+    """
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for turn in removed:
+        first = turn[0]
+        said = first.additional_kwargs.get("group_messages") if isinstance(first, HumanMessage) else None
+        if said:
+            by_speaker: dict[str, list[str]] = {}
+            for line in said:
+                stamp = f"[{line['timestamp']}] " if line.get("timestamp") else ""
+                by_speaker.setdefault(line["sender"], []).append(
+                    f"{stamp}{line['sender']}: {line['content']}"
+                )
+            for sender, lines in by_speaker.items():
+                for k, piece in enumerate(chunks("\n".join(lines))):
+                    mid = f"{first.id or ''}:{sender}" + (f"#{k}" if k else "")
+                    meta = {"source": "summarized", "message_id": mid, "group": True}
+                    out.setdefault(sender, []).append((piece, meta))
+            continue
+        for k, piece in enumerate(chunks("\n".join(excerpt([turn])))):
+            meta = {"source": "summarized", "message_id": f"{first.id or ''}" + (f"#{k}" if k else "")}
+            out.setdefault(user_id, []).append((piece, meta))
+    return out
+
+
 def pinned_terms(task: TaskState | dict[str, Any] | None) -> list[str]:
     """The values the task state holds (order ids, dates, amounts): summaries keep them first."""
     slots = (task or {}).get("slots") or {}
@@ -161,15 +198,10 @@ def make_summarize(
             summary = llm_summary(chat, state.summary, lines, ctx.budget_summary, counter, pinned)
         if runtime.store is not None and ctx.user_id:
             thread = thread_id()
-            episodes = []
-            for turn in removed:
-                text = "\n".join(excerpt([turn]))
-                for k in range(0, len(text), EPISODE_CHARS):  # a long turn: several episodes
-                    part = f"#{k // EPISODE_CHARS}" if k else ""
-                    meta = {"source": "summarized", "message_id": f"{turn[0].id or ''}{part}"}
-                    episodes.append((text[k : k + EPISODE_CHARS], meta))
-            wctx = WriteContext(user_id=ctx.user_id, source=Source(thread_id=thread, actor="system"))
-            Writer(runtime.store).add_verbatim(episodes, wctx)
+            writer = Writer(runtime.store)
+            for user, texts in episodes(removed, ctx.user_id).items():
+                source = Source(thread_id=thread, actor="system")
+                writer.add_verbatim(texts, WriteContext(user_id=user, source=source))
         return {
             "summary": summary,
             "messages": [RemoveMessage(id=m.id) for turn in removed for m in turn if m.id],
