@@ -99,13 +99,17 @@ async def list_memories(
         str | None, Query(max_length=2000, description="Search by meaning instead of listing.")
     ] = None,
     kind: Annotated[list[Kind] | None, Query(description="Only these kinds.")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[
+        int | None,
+        Query(ge=1, le=1000, description="Page size (default 100), or hits (default 10, at most 100)."),
+    ] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> MemoryPage | SearchResult:
     """List a user's current memories (oldest first), or with `q`, search them (best first)."""
     if q is not None:
-        hits = await mem.search(q, user_id=user, limit=min(limit, 100), kinds=kind)
+        hits = await mem.search(q, user_id=user, limit=min(limit or 10, 100), kinds=kind)
         return SearchResult(query=q, items=hits)
+    limit = limit or 100
     records = await mem.get_all(user_id=user, kinds=kind)
     return MemoryPage(items=records[offset : offset + limit], total=len(records), offset=offset, limit=limit)
 
