@@ -69,10 +69,73 @@ class Context:
     """Each injected memory is cut to about this many characters."""
 
     min_relevance: float = 0.5
-    """Hits scoring below this (0..1, after fusion) are not injected: cold start injects nothing."""
+    """Memories whose absolute relevance (0..1: the calibrated dense similarity or the share of
+    the query's words they contain, the better of the two) is below this are not injected, so a
+    cold start injects nothing rather than noise."""
 
     query_turns: int = 2
     """How many earlier user turns are added to the new input to build the retrieval query."""
+
+    profile_limit: int = 5
+    """At most this many profile fields per person are injected besides the memories (the most
+    relevant to the query first, then the most important)."""
+
+    max_sensitivity: int = 1
+    """Memories above this sensitivity level (0 ordinary, 1 personal, 2 sensitive: health,
+    finance, identity) are neither injected nor returned by the memory tools."""
+
+    retrieval_mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    """`hybrid`: dense and lexical evidence fused and read in context (the default);
+    `dense` / `lexical`: one retriever alone, as the baselines of the benchmark."""
+
+    retrieval_candidates: int = 50
+    """Dense candidates fetched per query text and kind before re-ranking (lexical: twice this).
+    Re-ranking can only promote what the first cut found."""
+
+    dense_weight_en: float = 0.6
+    """Share of the dense (embedding) score in the fused score of an English query; the rest is
+    BM25. Both are standardized first."""
+
+    dense_weight_zh: float = 0.8
+    """Share of the dense score for a Chinese query (paraphrase is common and Chinese words are
+    segmented imperfectly, so the lexical side gets less weight than in English)."""
+
+    w_prev_turn: float = 0.5
+    """A memory gains this share of the relevance of the turn before it in the same session
+    (an answer sits after the question that matches the query); the turn two back counts 0.4
+    of this."""
+
+    w_next_turn: float = 0.3
+    """Same for the turn after it."""
+
+    w_session: float = 0.4
+    """Weight of the relevance of the session a memory belongs to (standardized across the
+    sessions of the candidates)."""
+
+    w_speaker: float = 1.5
+    """Boost (in standard deviations) of memories said by the one known speaker the query names."""
+
+    w_date: float = 2.0
+    """Boost of memories said within a date, month or year the query names ("in May 2023",
+    "上周")."""
+
+    date_slack_days: int = 3
+    """A memory said up to this many days after a named period still counts as in it."""
+
+    w_recency: float = 0.1
+    """Weight of recency (when the memory was said) in the final score (0..1)."""
+
+    w_importance: float = 0.1
+    """Weight of importance, which decays with time unless the memory is used."""
+
+    w_use: float = 0.05
+    """Weight of use: memories injected or returned by a tool often gain weight."""
+
+    recency_half_life_days: float = 30.0
+    """Recency halves every this many days."""
+
+    importance_half_life_days: float = 90.0
+    """Importance halves after this many days without an update or a use."""
 
     extraction: Literal["inline", "deferred", "off"] = "inline"
     """When memories are extracted: in the turn, in a background worker, or never."""
@@ -139,6 +202,12 @@ class Context:
         self.budget_parts()  # checks budget_order
         if self.retrieval_limit < 0 or self.memory_max_chars < 10:
             raise InputError("mneme: retrieval_limit must be >= 0 and memory_max_chars >= 10")
+        if not (0.0 <= self.dense_weight_en <= 1.0 and 0.0 <= self.dense_weight_zh <= 1.0):
+            raise InputError("mneme: dense_weight_en and dense_weight_zh must be between 0 and 1")
+        if not 0.0 <= self.w_recency + self.w_importance + self.w_use < 1.0:
+            raise InputError("mneme: w_recency + w_importance + w_use must be at least 0 and below 1")
+        if self.retrieval_candidates < 1 or self.profile_limit < 0:
+            raise InputError("mneme: retrieval_candidates must be >= 1 and profile_limit >= 0")
         if min(self.ttl_profile_days, self.ttl_semantic_days, self.ttl_episodic_days) < 0:
             raise InputError("mneme: ttl_*_days cannot be negative (0 means never expire)")
         from mneme.memory.redact import RedactionPolicy

@@ -1,41 +1,102 @@
-"""The read path: find a user's memories for a query, score them, cut by relevance."""
+"""The read path: find a user's memories for a query, by meaning and by words, ranked and cut.
+
+One search:
+
+1. brings the user's lexical index up to date with the store (`mirror.py`: one point lookup
+   when nothing changed) and computes, from it, which memories the filters allow (kind and
+   validity are namespaces; expiry, sensitivity, session and metadata are masks over the
+   index's columns);
+2. asks the store for the nearest memories of each query text, over-fetched by exactly the
+   number of memories the filters exclude, so that filtering can never starve the result (a
+   store-side filter is used only when more than `EXCLUDED_CAP` are excluded);
+3. scores every allowed memory with BM25 (Chinese words by jieba, English stems);
+4. fuses both, reads the turns around each candidate, the session it belongs to, the speaker and
+   the dates the query names, and adds recency, decayed importance and use (`rank.py`);
+5. drops what is not relevant enough in absolute terms (cold start injects nothing), and
+   reads the winners back from the store, so that nothing deleted meanwhile is returned.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import threading
+import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 
-from mneme.memory.extract import is_chinese
+from mneme.memory.dates import periods
+from mneme.memory.lexical import SPACES, Doc, LexicalIndex, check_filters, doc_allowed
+from mneme.memory.mirror import base_store, index_lock, lexical_index, repair, space_namespace
+from mneme.memory.rank import QueryEvidence, Ranked, Ranking, rank
 from mneme.memory.record import Kind, MemoryHit, MemoryRecord
-from mneme.memory.repo import Repo
+from mneme.memory.terms import is_chinese, terms
+
+if TYPE_CHECKING:
+    from mneme.context import Context
+
+KINDS: tuple[Kind, ...] = ("profile", "semantic", "episodic")
+EXCLUDED_CAP = 200
+"""Up to this many excluded memories in a space, the dense query is over-fetched by their count
+(exact, and no store filter); beyond it, the store filters by id inside the query."""
+VERIFY_EXTRA = 3
+"""Hits read back beyond the limit, to replace any found deleted meanwhile."""
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How a search ranks and cuts its results."""
+    """What a search returns and how it ranks (build one from a `Context` with `from_context`)."""
 
     limit: int = 5
     kinds: tuple[Kind, ...] | None = None
     include_history: bool = False
     filters: dict[str, Any] | None = None
+    """Conditions on metadata keys or record attributes (see `lexical.check_filters`)."""
+    session_id: str | None = None
+    """Only memories from this conversation thread."""
+    max_sensitivity: int | None = None
+    """Only memories at or below this sensitivity level (None: no limit)."""
     min_relevance: float = 0.0
-    """Hits whose relevance (0..1) is below this are dropped."""
-    overfetch: int = 4
-    """Candidates fetched per result wanted, before scoring."""
-    w_recency: float = 0.1
-    w_importance: float = 0.1
-    half_life_days: float = 30.0
+    """Hits whose absolute relevance (0..1) is below this are dropped."""
+    candidates: int = 50
+    """Dense candidates per query text and space (lexical candidates: twice this)."""
+    ranking: Ranking = field(default_factory=Ranking)
+
+    @classmethod
+    def from_context(cls, ctx: Context, **overrides: Any) -> SearchSettings:
+        """Settings with the weights, limits and threshold of a run's `Context`."""
+        ranking = Ranking(
+            mode=ctx.retrieval_mode,
+            dense_weight_en=ctx.dense_weight_en,
+            dense_weight_zh=ctx.dense_weight_zh,
+            w_prev_turn=ctx.w_prev_turn,
+            w_next_turn=ctx.w_next_turn,
+            w_session=ctx.w_session,
+            w_speaker=ctx.w_speaker,
+            w_date=ctx.w_date,
+            date_slack_days=ctx.date_slack_days,
+            w_recency=ctx.w_recency,
+            w_importance=ctx.w_importance,
+            w_use=ctx.w_use,
+            recency_half_life_days=ctx.recency_half_life_days,
+            importance_half_life_days=ctx.importance_half_life_days,
+        )
+        base = cls(
+            limit=ctx.retrieval_limit,
+            min_relevance=ctx.min_relevance,
+            max_sensitivity=ctx.max_sensitivity,
+            candidates=ctx.retrieval_candidates,
+            ranking=ranking,
+        )
+        return replace(base, **overrides)
 
 
 class Calibrator:
@@ -87,7 +148,7 @@ def calibrator_for(store: BaseStore) -> Calibrator | None:
     """The calibrator of a store's embeddings (None when the store has no embeddings)."""
     embeddings = getattr(store, "embeddings", None)
     if embeddings is None:  # the LangGraph server wraps its store (BatchedStore._store)
-        embeddings = getattr(getattr(store, "_store", None), "embeddings", None)
+        embeddings = getattr(base_store(store), "embeddings", None)
     if not isinstance(embeddings, Embeddings):
         return None
     with _cal_lock:
@@ -98,22 +159,170 @@ def calibrator_for(store: BaseStore) -> Calibrator | None:
         return cal
 
 
-def _age_days(record: MemoryRecord, now: datetime) -> float:
-    try:
-        at = datetime.fromisoformat(record.updated_at)
-    except ValueError:
-        return 0.0
-    return max(0.0, (now - at).total_seconds() / 86400.0)
-
-
 def expired(record: MemoryRecord, now: datetime) -> bool:
     """Whether a record's `expires_at` has passed."""
     if not record.expires_at:
         return False
     try:
-        return datetime.fromisoformat(record.expires_at) <= now
+        at = datetime.fromisoformat(record.expires_at)
     except ValueError:
         return False
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)) <= now
+
+
+@dataclass
+class _Found:
+    """Values the store already returned this search (no need to read them again)."""
+
+    values: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+
+
+def _spaces(settings: SearchSettings) -> list[str]:
+    spaces: list[str] = list(settings.kinds or KINDS)
+    if settings.include_history:
+        spaces.append("archive")
+    return spaces
+
+
+def _dense(
+    store: BaseStore,
+    user_id: str,
+    index: LexicalIndex,
+    allowed: np.ndarray,
+    text: str,
+    spaces: list[str],
+    want: int,
+) -> list[tuple[str, str, float, dict[str, Any]]]:
+    """Nearest memories of each space, enough of them that the filters cannot starve the result."""
+    ops: list[SearchOp] = []
+    n = index.n
+    space_col = index.cols["space"][:n]
+    alive = index.cols["alive"][:n]
+    for space in spaces:
+        live = index.count(space)
+        if live == 0:
+            continue
+        in_space = alive & (space_col == SPACES.index(space))
+        excluded = int((in_space & ~allowed[:n]).sum())
+        flt: dict[str, Any] | None = None
+        limit = want + excluded
+        if excluded > EXCLUDED_CAP and space != "archive":
+            ids_ok = [index.doc(int(s)).id for s in np.nonzero(in_space & allowed[:n])[0]]
+            if not ids_ok:
+                continue
+            ids_out = [index.doc(int(s)).id for s in np.nonzero(in_space & ~allowed[:n])[0]]
+            flt = {"id": {"$in": ids_ok}} if len(ids_ok) <= len(ids_out) else {"id": {"$nin": ids_out}}
+            limit = want
+        ops.append(SearchOp(space_namespace(user_id, space), filter=flt, limit=min(limit, live), query=text))
+    out: list[tuple[str, str, float, dict[str, Any]]] = []
+    if not ops:
+        return out
+    for op, items in zip(ops, store.batch(ops), strict=True):
+        space = "archive" if op.namespace_prefix[0] != "memories" else op.namespace_prefix[2]
+        for item in cast("list[SearchItem]", items or []):
+            if item.score is None or item.value.get("user_id") not in (None, user_id):
+                continue
+            out.append((space, item.key, float(item.score), item.value))
+    return out
+
+
+def _evidence(
+    store: BaseStore,
+    user_id: str,
+    index: LexicalIndex,
+    queries: list[tuple[str, float]],
+    settings: SearchSettings,
+    spaces: list[str],
+    allowed_of: Any,
+    found: _Found,
+) -> tuple[list[QueryEvidence], np.ndarray]:
+    mode = settings.ranking.mode
+    cal = calibrator_for(store) if mode != "lexical" else None
+    raw: list[tuple[str, float, list[tuple[str, str, float, dict[str, Any]]]]] = []
+    allowed = allowed_of()
+    for text, weight in queries:
+        hits = (
+            _dense(store, user_id, index, allowed, text, spaces, settings.candidates)
+            if mode != "lexical"
+            else []
+        )
+        for space, key, _, value in hits:  # the store is the truth: repair a stale index now
+            repair(index, space, key, value)
+        raw.append((text, weight, hits))
+    allowed = allowed_of()  # repairs may have added slots
+    evidence: list[QueryEvidence] = []
+    for text, weight, hits in raw:
+        ev = QueryEvidence(text=text, weight=weight, chinese=is_chinese(text))
+        background = cal.background(text) if cal is not None and hits else None
+        kept = 0
+        for space, key, score, value in sorted(hits, key=lambda h: h[2], reverse=True):
+            slot = index.slot_of.get((space, key))
+            if slot is None or not allowed[slot] or kept >= settings.candidates * len(spaces):
+                continue
+            kept += 1
+            found.values[(space, key)] = value
+            ev.dense[slot] = score
+            ev.dense_relevance[slot] = (
+                cal.relevance(score, background)
+                if cal is not None and background is not None
+                else max(0.0, min(1.0, score))
+            )
+        if mode != "dense":
+            scores = index.score(terms(text))
+            ev.lexical = scores
+            pool = np.nonzero(scores.matched & allowed[: len(scores.matched)])[0]
+            if len(pool):
+                want = settings.candidates * 2
+                part = pool[np.argsort(-scores.bm25[pool], kind="stable")[:want]]
+                ev.lexical_top = part.tolist()
+        evidence.append(ev)
+    return evidence, allowed
+
+
+def _read_back(
+    store: BaseStore,
+    user_id: str,
+    docs: list[tuple[Ranked, Doc]],
+    settings: SearchSettings,
+    allows: Any,
+    found: _Found,
+    index: LexicalIndex,
+    now: float,
+) -> list[MemoryHit]:
+    """The winners as hits, read from the store (dense ones came with their values).
+
+    A winner that is gone, or that the filters no longer allow (a write that bypassed the
+    revision log), is skipped and repaired in the index.
+    """
+    hits: list[MemoryHit] = []
+    at = datetime.fromtimestamp(now, UTC)
+    pos = 0
+    while pos < len(docs) and len(hits) < settings.limit:
+        batch = docs[pos : pos + settings.limit - len(hits) + VERIFY_EXTRA]
+        pos += len(batch)
+        missing = [d for _, d in batch if (d.space, d.key) not in found.values]
+        got = (
+            store.batch([GetOp(space_namespace(user_id, d.space), d.key) for d in missing]) if missing else []
+        )
+        for d, item in zip(missing, got, strict=True):
+            found.values[(d.space, d.key)] = item.value if isinstance(item, Item) else None
+        for r, doc in batch:
+            value = found.values.get((doc.space, doc.key))
+            if value is None or value.get("user_id") not in (None, user_id):
+                repair(index, doc.space, doc.key, None)
+                continue
+            fresh = Doc.of(doc.space, doc.key, value)
+            if fresh.content_hash != doc.content_hash or not allows(fresh):
+                repair(index, doc.space, doc.key, value)
+                if not allows(fresh):
+                    continue
+            record = MemoryRecord.from_store(value)
+            if expired(record, at):
+                continue
+            hits.append(MemoryHit.of(record, r.score))
+            if len(hits) >= settings.limit:
+                break
+    return hits
 
 
 def search(
@@ -127,50 +336,62 @@ def search(
     Args:
         store: Any LangGraph store.
         user_id: Whose memories; the search never leaves this user's namespaces.
-        query: What to look for; or several `(text, weight)` queries (the new input, then
-            earlier turns with lower weights) whose results are fused by weighted relevance.
-            Each text is embedded on its own, so the earlier turns' vectors come from the
-            embedding cache and a long conversation costs one short embedding per turn.
-        settings: Limits, filters and weights.
+        query: What to look for; or several `(text, weight)` queries (the new input first,
+            then earlier turns with lower weights) whose evidence is fused by weight. Each
+            text is embedded on its own, so earlier turns' vectors come from the cache.
+        settings: Limits, filters, threshold and ranking weights.
 
     Returns:
-        Hits, best first, each with its final score.
+        Hits, best first, each with its final score (0..1).
     """
     queries = [(query, 1.0)] if isinstance(query, str) else [(q, w) for q, w in query if q.strip()]
-    repo = Repo(store)
-    cal = calibrator_for(store)
-    now = datetime.now(UTC)
-    best: dict[tuple[str, bool], tuple[float, MemoryRecord]] = {}
-    for text, weight in queries:
-        found = repo.search(
-            user_id,
-            text,
-            kinds=settings.kinds,
-            limit=max(settings.limit * settings.overfetch, settings.limit),
-            filters=settings.filters,
-            include_history=settings.include_history,
+    queries = [(q.strip(), float(w)) for q, w in queries if q.strip() and w > 0]
+    if not queries or settings.limit < 1:
+        return []
+    filters = check_filters(settings.filters)
+    spaces = _spaces(settings)
+    now = time.time()
+    found = _Found()
+    with index_lock(store, user_id):
+        index = lexical_index(store, user_id)
+        if index.size == 0:
+            return []
+
+        def allowed_of() -> np.ndarray:
+            return index.mask(
+                spaces,
+                now=now,
+                max_sensitivity=settings.max_sensitivity,
+                session=settings.session_id,
+                filters=filters,
+            )
+
+        evidence, allowed = _evidence(store, user_id, index, queries, settings, spaces, allowed_of, found)
+        newest = queries[0][0]
+        context = settings.ranking.mode == "hybrid"
+        ranked = rank(
+            index,
+            allowed,
+            evidence,
+            settings.ranking,
+            now=now,
+            periods=periods(newest) if context else [],
+            speakers=index.named_speakers(newest) if context else [],
+            lexical_candidates=settings.candidates * 2,
         )
-        if not found:
-            continue
-        background = cal.background(text) if cal is not None else None
-        for record, raw in found:
-            if raw is None:  # a store without vectors: nothing to rank by but recency
-                relevance = 0.5
-            elif cal is not None and background is not None:
-                relevance = cal.relevance(raw, background)
-            else:
-                relevance = max(0.0, min(1.0, raw))
-            key = (record.id, record.current)
-            relevance *= weight
-            if key not in best or relevance > best[key][0]:
-                best[key] = (relevance, record)
-    w_rel = 1.0 - settings.w_recency - settings.w_importance
-    hits: list[tuple[float, MemoryHit]] = []
-    for relevance, record in best.values():
-        if relevance < settings.min_relevance or expired(record, now):
-            continue
-        recency = 0.5 ** (_age_days(record, now) / settings.half_life_days)
-        score = w_rel * relevance + settings.w_recency * recency + settings.w_importance * record.importance
-        hits.append((score, MemoryHit.of(record, score)))
-    hits.sort(key=lambda h: h[0], reverse=True)
-    return [h for _, h in hits[: settings.limit]]
+        docs = [(r, index.doc(r.slot)) for r in ranked if r.relevance >= settings.min_relevance]
+
+        def allows(doc: Doc) -> bool:
+            return doc_allowed(
+                doc,
+                spaces,
+                now=now,
+                max_sensitivity=settings.max_sensitivity,
+                session=settings.session_id,
+                filters=filters,
+            )
+
+        return _read_back(store, user_id, docs, settings, allows, found, index, now)
+
+
+__all__ = ["Calibrator", "SearchSettings", "calibrator_for", "expired", "search"]

@@ -1,0 +1,194 @@
+"""Keeps one lexical index per user in step with the store, whoever writes to it.
+
+The index is derived from the store, never fed by the writers: before each search, the user's
+revision log (`revision.py`, one point lookup) says whether anything changed since the index
+was built and which keys; those are re-read, or everything is reloaded when the index fell too
+far behind. Writers that bypass `Repo` (a store edited by hand, a namespace dropped) are caught
+by comparing per-space counts with the store every `RECHECK_S` seconds, and a search that finds
+a memory the index does not know (or no longer has) repairs the index on the spot.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
+
+from mneme.memory.dates import parse_time
+from mneme.memory.lexical import SPACES, Doc, LexicalIndex
+from mneme.memory.record import ARCHIVE, MEMORIES, namespace, user_label
+from mneme.memory.revision import USAGE, Log, read_log
+
+LIST_LIMIT = 1_000_000
+RECHECK_S = 5.0
+"""How often (seconds) a user's per-space counts are compared with the store, to catch writes
+that bypassed the revision log. Only for stores that count cheaply (`count(namespace)`)."""
+MAX_USERS = 512
+"""Indexes kept per store (least recently searched users are dropped first)."""
+
+
+def base_store(store: BaseStore) -> BaseStore:
+    """The store under LangGraph's wrappers (the server wraps its store per run)."""
+    seen = 0
+    while seen < 4 and isinstance(getattr(store, "_store", None), BaseStore):
+        store = cast(BaseStore, store._store)  # type: ignore[attr-defined]
+        seen += 1
+    return store
+
+
+def space_namespace(user_id: str, space: str) -> tuple[str, ...]:
+    """The store namespace of one space of a user."""
+    if space == "archive":
+        return namespace(ARCHIVE, user_id)
+    return (MEMORIES, user_label(user_id), space)
+
+
+@dataclass
+class _Mirror:
+    index: LexicalIndex | None = None
+    rev: str | None = None
+    checked: float = 0.0
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    loads: int = 0
+    """Full loads so far (tests and benchmarks read it)."""
+
+
+_mirrors: weakref.WeakKeyDictionary[BaseStore, OrderedDict[str, _Mirror]] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def _mirror(store: BaseStore, user_id: str) -> _Mirror:
+    with _registry_lock:
+        users = _mirrors.get(store)
+        if users is None:
+            users = OrderedDict()
+            _mirrors[store] = users
+        mirror = users.get(user_id)
+        if mirror is None:
+            mirror = _Mirror()
+            users[user_id] = mirror
+            while len(users) > MAX_USERS:
+                users.popitem(last=False)
+        users.move_to_end(user_id)
+        return mirror
+
+
+def loads(store: BaseStore, user_id: str) -> int:
+    """How many times a user's index was loaded in full (for tests and benchmarks)."""
+    return _mirror(base_store(store), user_id).loads
+
+
+def lexical_index(store: BaseStore, user_id: str) -> LexicalIndex:
+    """The user's lexical index, brought up to date with the store.
+
+    Args:
+        store: Any LangGraph store.
+        user_id: Whose memories.
+
+    Returns:
+        The index; use it under `index_lock` if other threads may search the same user.
+    """
+    store = base_store(store)
+    mirror = _mirror(store, user_id)
+    with mirror.lock:
+        label = user_label(user_id)
+        log = read_log(store, label)
+        if mirror.index is None or (log is None and mirror.rev is not None):
+            _load(store, user_id, mirror, log)
+        elif log is not None and log.rev != mirror.rev:
+            revisions = log.since(mirror.rev) if mirror.rev is not None else None
+            if revisions is None or any(r.keys is None for r in revisions):
+                _load(store, user_id, mirror, log)
+            else:
+                _refresh(store, user_id, mirror.index, {k for r in revisions for k in (r.keys or [])})
+                mirror.rev = log.rev
+        elif time.monotonic() - mirror.checked > RECHECK_S and not _counts_match(
+            store, user_id, mirror.index
+        ):
+            _load(store, user_id, mirror, log)
+        if time.monotonic() - mirror.checked > RECHECK_S:
+            mirror.checked = time.monotonic()
+        assert mirror.index is not None
+        return mirror.index
+
+
+def index_lock(store: BaseStore, user_id: str) -> threading.RLock:
+    """The lock that guards a user's index (searches and repairs take it)."""
+    return _mirror(base_store(store), user_id).lock
+
+
+def _load(store: BaseStore, user_id: str, mirror: _Mirror, log: Log | None) -> None:
+    """Read every memory, archived version and use count of a user into a new index."""
+    index = LexicalIndex()
+    ops = [SearchOp(space_namespace(user_id, s), limit=LIST_LIMIT) for s in SPACES]
+    ops.append(SearchOp(namespace(USAGE, user_id), limit=LIST_LIMIT))
+    *spaces, usage = store.batch(ops)
+    for row in cast("list[SearchItem]", usage or []):
+        _set_usage(index, row.key, row.value)
+    docs = []
+    for space, items in zip(SPACES, spaces, strict=True):
+        for item in cast("list[SearchItem]", items or []):
+            if item.value.get("user_id") in (None, user_id):  # identity comes from the namespace
+                docs.append(Doc.of(space, item.key, item.value))
+    index.bulk(docs)
+    mirror.index = index
+    mirror.rev = log.rev if log is not None else None
+    mirror.checked = time.monotonic()
+    mirror.loads += 1
+
+
+def _set_usage(index: LexicalIndex, memory_id: str, value: dict[str, Any]) -> None:
+    at = parse_time(value.get("last_used_at"))
+    try:
+        count = float(value.get("use_count", 0))
+    except (TypeError, ValueError):
+        count = 0.0
+    index.set_usage(memory_id, count, at.timestamp() if at else 0.0)
+
+
+def _refresh(store: BaseStore, user_id: str, index: LexicalIndex, keys: set[tuple[str, str]]) -> None:
+    """Re-read the changed keys: upsert what exists, remove what is gone."""
+    wanted = sorted(keys)
+    ops = [
+        GetOp(namespace(USAGE, user_id) if space == "usage" else space_namespace(user_id, space), key)
+        for space, key in wanted
+    ]
+    results = store.batch(ops) if ops else []
+    for (space, key), item in zip(wanted, results, strict=True):
+        if space == "usage":
+            if isinstance(item, Item):
+                _set_usage(index, key, item.value)
+            continue
+        if space not in SPACES:
+            continue
+        if isinstance(item, Item) and item.value.get("user_id") in (None, user_id):
+            index.upsert(space, key, item.value)
+        else:
+            index.remove(space, key)
+
+
+def _counts_match(store: BaseStore, user_id: str, index: LexicalIndex) -> bool:
+    count = cast("Callable[[tuple[str, ...]], int] | None", getattr(store, "count", None))
+    if count is None:
+        return True
+    return all(count(space_namespace(user_id, s)) == index.count(s) for s in SPACES)
+
+
+def repair(index: LexicalIndex, space: str, key: str, value: dict[str, Any] | None) -> None:
+    """Bring one memory of an index in line with what the store just returned (None: gone)."""
+    if value is None:
+        index.remove(space, key)
+        return
+    slot = index.slot_of.get((space, key))
+    doc = index.docs[slot] if slot is not None else None
+    if doc is None or doc.content_hash != str(value.get("content_hash") or ""):
+        index.upsert(space, key, value)
+
+
+__all__ = ["base_store", "index_lock", "lexical_index", "loads", "repair", "space_namespace"]
