@@ -17,6 +17,7 @@ from mneme.errors import InputError, NotFoundError
 from mneme.memory.expiry import is_expired
 from mneme.memory.extract import Candidate
 from mneme.memory.gate import STATS
+from mneme.memory.lexical import check_filters
 from mneme.memory.pipeline import Pipeline, write_context
 from mneme.memory.queue import PendingJob
 from mneme.memory.record import (
@@ -406,8 +407,10 @@ class Memory:
         include_history: bool = False,
         filters: dict[str, Any] | None = None,
         min_relevance: float = 0.0,
+        session_id: str | None = None,
+        max_sensitivity: int | None = None,
     ) -> list[MemoryHit]:
-        """Find a user's memories by meaning.
+        """Find a user's memories by meaning and by words (hybrid retrieval, see `search.py`).
 
         Args:
             query: What to look for, in any language.
@@ -415,28 +418,39 @@ class Memory:
             limit: At most this many hits.
             kinds: Only these kinds (`profile`, `semantic`, `episodic`).
             include_history: Also return superseded versions (marked `current=False`).
-            filters: Equality or operator filters on record fields, e.g.
-                `{"importance": {"$gte": 0.7}}`, applied inside the store query.
-            min_relevance: Drop hits less relevant than this (0..1).
+            filters: Conditions on metadata keys, e.g. `{"topic": "travel"}` or
+                `{"dia_id": {"$in": ["D1:3", "D1:4"]}}`, or on record attributes
+                (`importance`, `confidence`, `sensitivity`, `subject`, `speaker`, `session_id`,
+                `created_at`, ...; `metadata.<key>` always means metadata). Operators: `$eq $ne
+                $gt $gte $lt $lte $in $nin`. Applied inside the query: the result is the best
+                `limit` among the memories that pass, never a filtered top-k.
+            min_relevance: Drop hits whose absolute relevance (0..1) is below this.
+            session_id: Only memories from this conversation thread.
+            max_sensitivity: Only memories at or below this sensitivity (0 ordinary,
+                1 personal, 2 sensitive); default: all.
 
         Returns:
-            Hits, best first, each with a score.
+            Hits, best first, each with a score in 0..1.
         """
         check_user(user_id)
         if not isinstance(query, str) or not query.strip():
             raise InputError("mneme: the search query is empty")
-        if limit < 1:
+        if not isinstance(limit, int) or limit < 1:
             raise InputError("mneme: limit must be at least 1")
         if kinds is not None:
             bad = [k for k in kinds if k not in KINDS]
             if bad:
                 raise InputError(f"mneme: unknown kinds {bad}; use {KINDS}")
-        settings = SearchSettings(
+        check_filters(filters)
+        settings = SearchSettings.from_context(
+            self.context,
             limit=limit,
             kinds=tuple(kinds) if kinds else None,
             include_history=include_history,
             filters=filters,
             min_relevance=min_relevance,
+            session_id=session_id,
+            max_sensitivity=max_sensitivity,
         )
         return search(self.store, user_id, query.strip(), settings)
 
