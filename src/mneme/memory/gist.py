@@ -49,7 +49,73 @@ def same_object(a: str, b: str, threshold: float = 0.8) -> bool:
     return ga == gb or difflib.SequenceMatcher(None, ga, gb).ratio() >= threshold
 
 
-def one_contains_other(a: str, b: str) -> bool:
-    """Whether one memory's gist contains the other's ("靠过道" in "靠过道位置")."""
-    ga, gb = gist(a), gist(b)
-    return bool(ga and gb) and (ga in gb or gb in ga)
+FILLER: frozenset[str] = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "i",
+        "me",
+        "my",
+        "their",
+        "user",
+        "users",
+        "likes",
+        "like",
+        "loves",
+        "love",
+        "prefers",
+        "prefer",
+        "enjoys",
+        "enjoy",
+        "really",
+        "very",
+        "so",
+        "much",
+        "also",
+        "too",
+        "do",
+        "does",
+        "is",
+        "am",
+        "are",
+        "lot",
+        "lots",
+        "of",
+        "to",
+        "just",
+        "always",
+        "still",
+        "now",
+        "actually",
+        "definitely",
+        "quite",
+        "pretty",
+        "one",
+        "ones",
+        "things",
+        "stuff",
+        "kind",
+        "sort",
+    ]
+) | frozenset(
+    "的了很也都更还是就我真特别非常比较最挺蛮超喜欢爱偏好呢吧啊呀哦一直平时般现在其实位置座东西方面用户"
+)
+"""Words (English) and characters (Chinese) whose presence does not change what a preference says."""
+_TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
+
+
+def filler_only_difference(a: str, b: str) -> bool:
+    """Whether two memories differ only in filler ("喜欢靠窗的座位" / "很喜欢靠窗座位").
+
+    Any other word or character that differs (a name, a letter, a number, a place) makes
+    them different facts, however alike they look.
+    """
+    ta, tb = _TOKEN.findall(normalize_text(a)), _TOKEN.findall(normalize_text(b))
+    if not ta or not tb:
+        return False
+    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal" and not all(t in FILLER for t in ta[i1:i2] + tb[j1:j2]):
+            return False
+    return any(t not in FILLER for t in ta)

@@ -11,7 +11,6 @@ its row.
 
 from __future__ import annotations
 
-import difflib
 import re
 import threading
 import uuid
@@ -23,7 +22,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from mneme.memory import expiry
 from mneme.memory.extract import Candidate, subject_of_topic
-from mneme.memory.gist import one_contains_other, polarity, same_object
+from mneme.memory.gist import filler_only_difference, polarity, same_object
 from mneme.memory.guard import poisoning_reason
 from mneme.memory.record import (
     ARCHIVE,
@@ -44,10 +43,9 @@ from mneme.memory.search import Calibrator, calibrator_for
 
 _ID_NS = uuid.UUID("6d6e656d-6500-4000-8000-6d656d6f7279")
 
-DUPLICATE_RELEVANCE = 0.9
-"""Calibrated relevance (see `Calibrator`) above which a candidate may be a duplicate..."""
-DUPLICATE_TEXT_RATIO = 0.8
-"""...and how alike the two texts must also be, character by character."""
+DUPLICATE_RELEVANCE = 0.5
+"""Calibrated relevance (see `Calibrator`) a memory needs to be called a duplicate of a
+candidate that differs from it only in filler words (`filler_only_difference`)."""
 CORRECTION_RELEVANCE = 0.5
 """Calibrated relevance a correction needs with the memory it replaces."""
 CONTRADICTION_RELEVANCE = 0.5
@@ -426,12 +424,7 @@ class Writer:
                 if _numbers(old.text) != _numbers(text):
                     continue  # "order 1001" and "order 1002" are different facts, however alike
                 same_polarity = polarity(old.text) == polarity(text)
-                ratio = difflib.SequenceMatcher(None, normalize_text(old.text), normalize_text(text)).ratio()
-                if same_polarity and (
-                    (same_object(old.text, text, 1.0) and rel >= CORRECTION_RELEVANCE)
-                    or (ratio >= DUPLICATE_TEXT_RATIO and rel >= DUPLICATE_RELEVANCE)
-                    or (one_contains_other(old.text, text) and rel >= DUPLICATE_RELEVANCE)
-                ):
+                if same_polarity and filler_only_difference(old.text, text) and rel >= DUPLICATE_RELEVANCE:
                     return [self._noop(old, "a memory with the same meaning exists")]
             for old, rel in similar:
                 if (
