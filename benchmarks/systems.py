@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import tempfile
+from datetime import datetime
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 from benchmarks.embed_cache import CachedEmbeddings
 from benchmarks.locomo import Conversation
-from benchmarks.peers.base import TextSystem, turn_items
+from benchmarks.peers.base import TextSystem, turn_items, turn_text
+from mneme.context import Context
 from mneme.embeddings import LocalEmbeddings
 from mneme.memory.api import Memory
 from mneme.store.chroma import ChromaStore
+
+
+def session_time(date: str) -> str | None:
+    """A session date (LoCoMo's "1:56 pm on 8 May, 2023", or ISO 8601) as ISO 8601, or None."""
+    for parse in (datetime.fromisoformat, lambda d: datetime.strptime(d, "%I:%M %p on %d %B, %Y")):
+        try:
+            return parse(date.strip()).isoformat()
+        except ValueError:
+            continue
+    return None
 
 
 def cached_local() -> Embeddings:
@@ -31,16 +43,46 @@ class MnemeSystem(TextSystem):
         name: str = "mneme",
         embeddings: Embeddings | None = None,
         search_kwargs: dict[str, Any] | None = None,
+        *,
+        context: Context | None = None,
+        turn_metadata: bool = False,
     ) -> None:
+        """A fresh store.
+
+        Args:
+            name: Shown with the figures.
+            embeddings: Default: the bundled E5 behind the benchmark cache.
+            search_kwargs: Extra `Memory.search` arguments.
+            context: Retrieval settings (`retrieval_mode`, weights); default `Context()`.
+            turn_metadata: Add each LoCoMo turn on its own, as the read-path issue's protocol
+                says: `metadata={"dia_id", "speaker", "said_at"}` (the session date as the
+                time the message was said) and one `session_id` per LoCoMo session. Off: the
+                text-only batches every peer receives (`add_texts`).
+        """
         self.name = name
         self._tmp = tempfile.TemporaryDirectory(prefix="mneme-locomo-")
         emb = embeddings or cached_local()
         store = ChromaStore.open(self._tmp.name, index={"embed": emb, "dims": 384, "fields": ["text"]})
-        self.memory = Memory(store)
+        self.memory = Memory(store, context=context)
         self.search_kwargs = search_kwargs or {}
+        self.turn_metadata = turn_metadata
 
     def add(self, conv: Conversation) -> None:
-        self.add_texts(conv.conv_id, turn_items(conv))
+        if not self.turn_metadata:
+            self.add_texts(conv.conv_id, turn_items(conv))
+            return
+        for turn in conv.turns:
+            self.memory.add(
+                [{"role": "user", "content": turn_text(turn), "id": turn["dia_id"]}],
+                user_id=conv.conv_id,
+                infer=False,
+                session_id=f"{conv.conv_id}:S{turn['session']}",
+                metadata={
+                    "dia_id": turn["dia_id"],
+                    "speaker": turn["speaker"],
+                    "said_at": session_time(turn["date"]),
+                },
+            )
 
     def add_texts(self, user: str, items: list[tuple[str, str]]) -> None:
         batch = [{"role": "user", "content": text, "id": key} for key, text in items]
@@ -54,7 +96,7 @@ class MnemeSystem(TextSystem):
 
     def search_user(self, user: str, query: str, k: int) -> list[str]:
         hits = self.memory.search(query, user_id=user, limit=k, **self.search_kwargs)
-        return [h.metadata.get("message_id", "") for h in hits]
+        return [str(h.metadata.get("dia_id") or h.metadata.get("message_id", "")) for h in hits]
 
     def close(self) -> None:
         self._tmp.cleanup()

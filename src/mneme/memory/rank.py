@@ -223,7 +223,10 @@ def _final(
 ) -> list[Ranked]:
     c = index.cols
     rel01 = 1.0 / (1.0 + np.exp(-(score[slots] - RANK_MID) / RANK_SCALE))
-    age = np.maximum(0.0, now - c["said"][slots]) / DAY_S
+    # Recency counts from the user's newest memory, not from the clock: what matters is which
+    # of two statements is the later one, also in a history imported long after it was said.
+    newest = min(now, float(c["said"][slots].max()))
+    age = np.maximum(0.0, newest - c["said"][slots]) / DAY_S
     recency = np.power(0.5, age / max(ranking.recency_half_life_days, 1e-6))
     fresh = np.maximum(c["updated"][slots], c["last_used"][slots])
     idle = np.maximum(0.0, now - fresh) / DAY_S

@@ -2,81 +2,143 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 
 from mneme.context import Context, context_of
-from mneme.memory.record import MemoryHit, MemoryRecord
-from mneme.memory.repo import Repo
+from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
+from mneme.memory.usage import record_use
 from mneme.state import State
 from mneme.tokens import message_text
 
-PROFILE_LIMIT = 8
-"""At most this many profile fields per person are shown (they are short key/value lines)."""
+log = logging.getLogger("mneme.retrieve")
+
 QUERY_CHARS = 300
 """Each query text is cut to this many characters: embedding cost grows with length
 (about 1 ms per token here), and the start of a message carries its topic."""
 EARLIER_WEIGHT = 0.8
-"""Relevance found through an earlier turn counts this much (per turn back) of the new input's."""
+"""Evidence found through an earlier turn counts this much (per turn back) of the new input's."""
 
 
-def build_queries(state: State, ctx: Context) -> list[tuple[str, float]]:
-    """The new input, then the previous user turns (and task slots) with decaying weights.
+def _clip(text: str) -> str:
+    return " ".join(text.split())[:QUERY_CHARS]
+
+
+def _group_lines(message: BaseMessage) -> list[dict[str, str]]:
+    said = message.additional_kwargs.get("group_messages") if isinstance(message, HumanMessage) else None
+    return [m for m in said or [] if isinstance(m, dict) and m.get("content")]
+
+
+def _said(message: BaseMessage) -> str:
+    """What a user turn asks: the line that addressed the bot in a group burst, else the text."""
+    lines = _group_lines(message)
+    return _clip(str(lines[-1]["content"]) if lines else message_text(message))
+
+
+def build_queries(state: State, ctx: Context, person: str | None = None) -> list[tuple[str, float]]:
+    """The new input, then earlier user turns (and task slots) with decaying weights.
 
     A follow-up such as "and how do I return it?" means nothing alone; the turns before it
-    and the order id in the task state say what "it" is. Each part is searched on its own
-    and the results fused, so the earlier turns' embeddings come from the cache.
+    and the order id in the task state say what "it" is. Each text is searched on its own and
+    the evidence fused by weight, so earlier turns' embeddings come from the cache.
+
+    Args:
+        state: The thread state (the new input is its last user message).
+        ctx: Settings (`query_turns`).
+        person: In a group chat, the participant whose memories are searched: what they said
+            in this burst is added to the query.
+
+    Returns:
+        `(text, weight)` pairs, the new input first.
     """
     humans = [m for m in state.messages if isinstance(m, HumanMessage)]
     recent = humans[-(ctx.query_turns + 1) :]
     queries: list[tuple[str, float]] = []
     for back, msg in enumerate(reversed(recent)):
-        text = " ".join(message_text(msg).split())[:QUERY_CHARS]
+        text = _said(msg)
         if text:
             queries.append((text, EARLIER_WEIGHT**back))
+    if person is not None and humans:
+        own = [str(m["content"]) for m in _group_lines(humans[-1]) if m.get("sender") == person]
+        if own:
+            queries.append((_clip(" ".join(own[-3:])), EARLIER_WEIGHT))
     slots = (state.task or {}).get("slots") or {}
     if slots:
-        queries.append((" ".join(str(v) for v in slots.values())[:QUERY_CHARS], EARLIER_WEIGHT))
-    return queries
+        queries.append((_clip(" ".join(str(v) for v in slots.values())), EARLIER_WEIGHT))
+    seen: set[str] = set()
+    return [(t, w) for t, w in queries if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
+
+
+def _row(hit: MemoryHit, ref: int, who: str, person: str, profile: bool) -> dict[str, Any]:
+    return {
+        "ref": ref,
+        "id": hit.id,
+        "who": who,
+        "user_id": person,
+        "kind": hit.kind,
+        "text": hit.text,
+        "score": None if profile else hit.score,
+    }
+
+
+def person_memories(
+    store: BaseStore, person: str, queries: list[tuple[str, float]], ctx: Context
+) -> tuple[list[MemoryHit], list[MemoryHit]]:
+    """(profile fields, memories) of one person for these queries, within the injection limits.
+
+    Profile fields (short standing facts: a name, an allergy, a delivery preference) are shown
+    up to `profile_limit`, the most relevant first; other memories only when relevant enough
+    (`min_relevance`), at most `retrieval_limit`. Both skip memories above `max_sensitivity`.
+    """
+    profile = (
+        search(
+            store,
+            person,
+            queries,
+            SearchSettings.from_context(ctx, limit=ctx.profile_limit, kinds=("profile",), min_relevance=0.0),
+        )
+        if ctx.profile_limit
+        else []
+    )
+    memories = search(
+        store, person, queries, SearchSettings.from_context(ctx, kinds=("semantic", "episodic"))
+    )
+    return profile, memories[: ctx.retrieval_limit]
 
 
 def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Retrieve each participant's profile fields and relevant memories, labelled by person."""
+    """Retrieve each participant's profile fields and relevant memories, labelled by person.
+
+    What is returned is what `build_context` injects; each memory's use is counted (see
+    `memory/usage.py`), so memories that keep being useful gain weight.
+    """
     ctx = context_of(runtime)
-    if runtime.store is None or ctx.retrieval_limit == 0:
+    store = runtime.store
+    if store is None or (ctx.retrieval_limit == 0 and ctx.profile_limit == 0):
         return {"memories": [], "memory_refs": {}}
-    queries = build_queries(state, ctx)
     people = state.participants or [ctx.user_id]
     group = len(people) > 1 or bool(people and people[0] != ctx.user_id)
-    repo = Repo(runtime.store)
-    settings = SearchSettings(
-        limit=ctx.retrieval_limit,
-        kinds=("semantic", "episodic"),
-        min_relevance=ctx.min_relevance,
-    )
     memories: list[dict[str, Any]] = []
     refs: dict[str, str] = {}
     for person in people:
-        who = person if group else ""
-        rows: list[tuple[MemoryRecord | MemoryHit, float | None]] = [
-            (r, None) for r in repo.records(person, ["profile"])[-PROFILE_LIMIT:]
-        ]
-        rows += [(h, h.score) for h in search(runtime.store, person, queries, settings)]
-        for record, score in rows:
-            ref = str(len(refs) + 1)
-            refs[ref] = record.id
-            memories.append(
-                {
-                    "ref": int(ref),
-                    "id": record.id,
-                    "who": who,
-                    "user_id": person,
-                    "kind": record.kind,
-                    "text": record.text,
-                    "score": score,
-                }
-            )
+        queries = build_queries(state, ctx, person if group else None)
+        if not queries:
+            continue
+        profile, found = person_memories(store, person, queries, ctx)
+        for hits, is_profile in ((profile, True), (found, False)):
+            for hit in hits:
+                ref = len(refs) + 1
+                refs[str(ref)] = hit.id
+                memories.append(_row(hit, ref, person if group else "", person, is_profile))
+        used = [h.id for h in (*profile, *found)]
+        if used:
+            try:
+                record_use(store, person, used)
+            except Exception:  # counting is best effort: a failed count never fails the turn
+                log.warning("could not record memory use for %s", person, exc_info=True)
     return {"memories": memories, "memory_refs": refs}
