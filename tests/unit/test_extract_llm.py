@@ -213,3 +213,15 @@ def test_extractor_raises_after_the_second_bad_reply() -> None:
 )
 def test_gate(text: str, send: bool) -> None:
     assert gate(text).send is send
+
+
+def test_a_delete_by_id_deletes_that_memory_only(chroma_store: ChromaStore) -> None:
+    seed = Memory(chroma_store)
+    phone = seed.add("我的手机号是13812345678", user_id="u")[0]
+    tea = seed.save("喜欢喝茶", user_id="u")
+    memory, model = llm_memory(chroma_store, reply({"op": "delete", "id": 1}))
+    changes = memory.add("别再记我喝茶的事了，电话号码留着", user_id="u")
+    [first] = [line for line in model.seen[0][1].content.splitlines() if line.startswith("[1]")]
+    shown_first = tea if "喜欢喝茶" in first else phone
+    assert [(c.operation, c.id) for c in changes] == [("DELETE", shown_first.id)]
+    assert [r.id for r in memory.get_all(user_id="u")] == [({tea.id, phone.id} - {shown_first.id}).pop()]

@@ -274,3 +274,18 @@ def test_export_import_round_trip_keeps_everything(memory: Memory) -> None:
     with pytest.raises(InputError, match="malformed"):
         memory.import_data({**data, "memories": [{"id": "x"}]}, user_id="c")
     assert memory.get_all(user_id="c") == []
+
+
+def test_a_profile_field_written_by_the_previous_version_is_updated_not_duplicated(
+    chroma_store: ChromaStore,
+) -> None:
+    old_field = {**V1, "id": "m-ship", "text": "快递偏好：以后都发顺丰", "subject": "shipping_preference"}
+    old_field.update(value="SF_EXPRESS", redacted=[])
+    chroma_store.put(kind_namespace("u", "profile"), "m-ship", old_field, index=["text"])
+    memory = Memory(chroma_store)
+    change = memory.add("快递改成京东吧", user_id="u")[0]
+    assert (change.operation, change.old_text) == ("SUPERSEDE", "快递偏好：以后都发顺丰")
+    assert [(r.subject, r.value) for r in memory.get_all(user_id="u", kinds=["profile"])] == [
+        ("shipping_preference", "JD_LOGISTICS")
+    ]
+    assert [r.operation for r in memory.history("m-ship", user_id="u")] == ["SUPERSEDE"]

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, Field, ValidationError
 
 from mneme import prompts
-from mneme.memory.extract import Candidate
+from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate
 from mneme.memory.gate import STATS
 from mneme.memory.record import Kind, MemoryRecord, lang_of
 
@@ -215,7 +215,7 @@ class LLMExtractor:
             today=now.date().isoformat(),
             schema=json.dumps(ExtractionResult.model_json_schema(), ensure_ascii=False),
         )
-        said = "\n".join(f"- {t}" for t in texts)
+        said = "\n".join(f"- {t[:MAX_EXTRACT_CHARS]}" for t in texts)
         return [
             SystemMessage(content=system),
             HumanMessage(content=prompts.EXTRACT_INPUT.format(memories=refs.render(), messages=said)),

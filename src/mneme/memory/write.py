@@ -418,6 +418,12 @@ class Writer:
         replaced: MemoryRecord | None = None
         if cand.target:
             replaced = self.repo.get(ctx.user_id, cand.target)
+        elif keyed and cand.kind == "profile":
+            # a field written before fields had one id each (schema 1) is found by its subject
+            legacy = [
+                r for r in self.repo.find_subject(ctx.user_id, "profile", cand.subject or "") if r.id != rid
+            ]
+            replaced = max(legacy, key=lambda r: r.updated_at, default=None)
         if replaced is None and not keyed:
             similar = self._similar(text, cand.kind, ctx.user_id)
             for old, rel in similar:
@@ -518,15 +524,14 @@ class Writer:
         """
         topic = cand.topic or cand.text
         targets: dict[str, MemoryRecord] = {}
-        if cand.target and (named := self.repo.get(ctx.user_id, cand.target)) is not None:
-            targets[named.id] = named
-        subject = subject_of_topic(topic)
-        if (
-            subject
-            and (keyed := self.repo.get(ctx.user_id, field_id(ctx.user_id, "profile", subject))) is not None
-        ):
+        if cand.target:  # the extractor named the memory: that one, or nothing
+            if (named := self.repo.get(ctx.user_id, cand.target)) is not None:
+                targets[named.id] = named
+        elif (subject := subject_of_topic(topic)) and (
+            keyed := self.repo.get(ctx.user_id, field_id(ctx.user_id, "profile", subject), kinds=["profile"])
+        ) is not None:
             targets[keyed.id] = keyed
-        if not targets:
+        if not targets and not cand.target:
             hits = self._similar(topic, "semantic", ctx.user_id) + self._similar(
                 topic, "profile", ctx.user_id
             )
