@@ -34,8 +34,20 @@ test: lint
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
-bench: setup
-	$(BIN)/python -m benchmarks.run
+# The peers (mem0, LangMem, BM25) and the plotting tools live in their own environment, so that
+# their dependencies never touch the one `make test` uses. `make bench BENCH_ARGS=--quick`: a fast look.
+BENCH_VENV ?= .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "mneme needs Python 3.11+"'
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install -q -e ".[bench]"
+	@touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mneme .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) .mneme .pytest_cache .mypy_cache .ruff_cache
