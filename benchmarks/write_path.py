@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from collections import Counter
@@ -128,11 +129,20 @@ def throughput(turns: int, dense_repeats: int) -> dict[str, Any]:
         for item in labels.items
         if item.facts and item.category != "forget"
     ]
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()]}
     with tempfile.TemporaryDirectory(prefix="mneme-write-") as tmp:
         with Memory.open(Path(tmp) / "warm") as warm:  # load the model and the calibrator first
             warm.add("我喜欢靠窗的座位", user_id="warm")
             warm.search("座位", user_id="warm")
+            embeddings = getattr(warm.store, "embeddings", None)
+            if embeddings is not None:  # what one embedding costs on this machine right now
+                sample = "I went to a LGBTQ support group yesterday and it was so powerful."
+                costs = []
+                for i in range(20):
+                    t0 = time.perf_counter()
+                    embeddings.embed_documents([f"{sample} ({i})"])
+                    costs.append((time.perf_counter() - t0) * 1000)
+                out["embed_passage_ms"] = summary(costs)
         for name, items, infer in (
             ("offline_extractor_locomo", corpus, True),
             ("offline_extractor_fact_dense", dense, True),
@@ -140,6 +150,7 @@ def throughput(turns: int, dense_repeats: int) -> dict[str, Any]:
         ):
             with Memory.open(Path(tmp) / name) as memory:
                 out[name] = _timed_adds(memory, items, infer=infer)
+    out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
 
@@ -167,7 +178,7 @@ def main() -> None:
         "holdout": result["extraction"]["holdout"]["all"],
         "gate": {k: result["gate"][k] for k in ("sent_share", "llm_calls_saved", "evidence_sent_share")},
         "throughput": {
-            k: {m: v[m] for m in ("turns_per_s", "memories_per_s", "add_ms")}
+            k: {m: v[m] for m in ("turns_per_s", "memories_per_s", "add_ms")} if "turns" in v else v
             for k, v in result["throughput"].items()
         },
     }

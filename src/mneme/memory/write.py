@@ -83,6 +83,18 @@ def fact_id(user_id: str, kind: Kind, text: str) -> str:
     return stable_id(user_id, kind, content_hash(text))
 
 
+def default_ttl() -> dict[str, float | None]:
+    """The default time to live per kind of a default `Context` (days)."""
+    from mneme.context import Context
+
+    ctx = Context()
+    return {
+        "profile": ctx.ttl_profile_days,
+        "semantic": ctx.ttl_semantic_days,
+        "episodic": ctx.ttl_episodic_days,
+    }
+
+
 @dataclass
 class WriteContext:
     """Who is writing, from where, under which policy."""
@@ -92,8 +104,9 @@ class WriteContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     agent_id: str | None = None
     policy: RedactionPolicy = field(default_factory=RedactionPolicy)
-    ttl_days: dict[str, float | None] = field(default_factory=dict)
-    """Default time to live per kind, in days (missing, None or 0: never expires)."""
+    ttl_days: dict[str, float | None] = field(default_factory=lambda: default_ttl())
+    """Default time to live per kind, in days (missing, None or 0: never expires); by default
+    the `Context.ttl_*_days` defaults."""
     confirmed: bool = True
     """Whether what is written was stated by the user (False: inferred by a model or agent)."""
 
