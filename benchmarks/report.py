@@ -21,7 +21,7 @@ KS = (5, 10, 25)
 SIZES = ("1000", "10000", "100000")
 
 
-def fmt(x: Any, digits: int = 3) -> str:
+def fmt(x: Any, digits: int = 2) -> str:
     """A number for a table ('-' when missing)."""
     if x is None:
         return "-"
@@ -140,7 +140,7 @@ def _locomo(result: dict[str, Any]) -> list[str]:
             out.append(f"| {name} | skipped: {r['skipped']} | | | | | | |")
             continue
         out.append(
-            f"| {name} | {fmt(r['recall@5'])} | {fmt(r['recall@10'])} | {fmt(r['recall@25'])} | "
+            f"| {name} | {fmt(r['recall@5'], 3)} | {fmt(r['recall@10'], 3)} | {fmt(r['recall@25'], 3)} | "
             f"{fmt(r['search_ms_p50'])} | {fmt(r['search_ms_p95'])} | {fmt(r['add_per_s'])} | {fmt(r['peak_rss_mb'])} |"
         )
     mneme = rows.get("mneme")
@@ -160,7 +160,7 @@ def _locomo(result: dict[str, Any]) -> list[str]:
             out += [
                 "",
                 f"**Target: mneme's recall@10 above every peer's: {'met' if met else 'NOT met'}** "
-                f"(mneme {fmt(mneme['recall@10'])}, best peer {best[0]} {fmt(best[1]['recall@10'])}, "
+                f"(mneme {fmt(mneme['recall@10'], 3)}, best peer {best[0]} {fmt(best[1]['recall@10'], 3)}, "
                 f"{ratio(mneme['recall@10'], best[1]['recall@10'])}).",
             ]
         cats = list(mneme["per_category"])
@@ -172,7 +172,7 @@ def _locomo(result: dict[str, Any]) -> list[str]:
         for name, r in rows.items():
             out.append(
                 f"| {name} | "
-                + " | ".join(fmt(r["per_category"].get(c, {}).get("recall@10")) for c in cats)
+                + " | ".join(fmt(r["per_category"].get(c, {}).get("recall@10"), 3) for c in cats)
                 + " |"
             )
     out += ["", "How each system was set up:", ""]
@@ -224,7 +224,8 @@ def _scale(result: dict[str, Any]) -> list[str]:
         "LoCoMo questions embedded by the model at search time, never the same question twice. At each size the "
         "store is filled to size - probe through the system's bulk path (mem0: its vector store's batch insert "
         "with the payload `Memory.add` writes; everyone else: their own add), then the last `probe` texts are "
-        "added through the ordinary add path (add/s), then 50 questions (30 at 100,000) are searched with k = 10. "
+        "added through the ordinary add path (add/s), then up to 50 questions (30 at 100,000; a variant stops "
+        "after 45 s once it has asked 10) are searched with k = 10. "
         "mneme-dense and LangMem search the same stores as mneme and LangGraph's store. mem0 runs Qdrant's local "
         "mode in memory here (on disk it commits every point to SQLite; its searches are in memory either way).",
         "",

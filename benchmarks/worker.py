@@ -187,6 +187,16 @@ def scale_task(group: str, quick: bool) -> dict[str, Any]:
             m0.bulk_insert(scale.USER, items)
 
         fill = fill_mem0
+    elif group == "bm25":
+        from benchmarks.peers.bm25 import BM25System
+
+        assert isinstance(system, BM25System)
+        bm25 = system
+
+        def fill_bm25(items: list[tuple[str, str]]) -> None:
+            bm25.add_texts(scale.USER, items, reindex=False)  # the timed add re-indexes everything
+
+        fill = fill_bm25
     probe = 200 if group == "mem0" else 500
     out = scale.run(system, variants, corpus, sizes, fill=fill, probe=probe, progress=progress)
     system.close()

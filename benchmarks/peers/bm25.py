@@ -31,14 +31,16 @@ class BM25System(TextSystem):
         )
         return [list(t) for t in out]  # type: ignore[union-attr]
 
-    def add_texts(self, user: str, items: list[tuple[str, str]]) -> None:
+    def add_texts(self, user: str, items: list[tuple[str, str]], reindex: bool = True) -> None:
+        """Tokenize the new texts and rebuild the user's index (`reindex=False`: not yet)."""
         keys = self._keys.setdefault(user, [])
         tokens = self._tokens.setdefault(user, [])
         keys += [k for k, _ in items]
         tokens += self._tokenize([t for _, t in items])
-        index = bm25s.BM25()
-        index.index(tokens, show_progress=False)
-        self._index[user] = index
+        if reindex:
+            index = bm25s.BM25()
+            index.index(tokens, show_progress=False)
+            self._index[user] = index
 
     def search_user(self, user: str, query: str, k: int) -> list[str]:
         index = self._index.get(user)
