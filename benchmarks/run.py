@@ -55,7 +55,8 @@ def tasks(quick: bool) -> list[Task]:
         "mem0": 200,
     }
     scale = {"mneme": 420, "langgraph-inmemory": 200, "mem0": 220, "bm25": 60}
-    out = [Task(f"locomo:{n}", locomo[n] * f, 1500) for n in LOCOMO_SYSTEMS]
+    out = [Task("prepare", 5, 3600)]
+    out += [Task(f"locomo:{n}", locomo[n] * f, 1500) for n in LOCOMO_SYSTEMS]
     out += [Task(f"scale:{g}", scale[g] * (0.05 if quick else 1.0), 1800) for g in SCALE_GROUPS]
     out += [Task("ingest", 80 * f, 900), Task("overhead", 150 * f, 900)]
     return out
