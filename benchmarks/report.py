@@ -248,6 +248,17 @@ def _scale(result: dict[str, Any]) -> list[str]:
             c = r["sizes"].get(s)
             cells.append(fmt(c["add_per_s"]) if c else "-")
         out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "First search after each size's adds (untimed above; it pays for any index a system builds lazily), ms:",
+        "",
+        "| system | " + " | ".join(f"@ {int(s):,}" for s in SIZES) + " |",
+        "|---|" + "---|" * len(SIZES),
+    ]
+    for name, r in scale.items():
+        if "skipped" not in r:
+            cells = [fmt(r["sizes"].get(s, {}).get("first_search_ms")) for s in SIZES]
+            out.append(f"| {name} | " + " | ".join(cells) + " |")
     mneme = scale.get("mneme", {}).get("sizes", {}).get("10000")
     mem0 = scale.get("mem0", {}).get("sizes", {}).get("10000")
     if mneme and mem0:
