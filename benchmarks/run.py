@@ -136,7 +136,9 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def assemble(raw: dict[str, dict[str, Any]], quick: bool, seconds: float) -> dict[str, Any]:
+def assemble(
+    raw: dict[str, dict[str, Any]], quick: bool, seconds: float, load: tuple[float, float] = (0.0, 0.0)
+) -> dict[str, Any]:
     """`latest.json`: machine, systems (one row each), tokens, scale, write path, overhead."""
     systems: dict[str, Any] = {}
     keep = (
@@ -175,7 +177,12 @@ def assemble(raw: dict[str, dict[str, Any]], quick: bool, seconds: float) -> dic
             scale[name] = {"sizes": by_size, "notes": r.get("notes", ""), "probe_adds": r.get("probe_adds")}
     mneme = raw.get("locomo:mneme", {})
     return {
-        "machine": machine() | {"peers": versions(), "omp_wait_policy": environment().get("OMP_WAIT_POLICY")},
+        "machine": machine()
+        | {
+            "peers": versions(),
+            "omp_wait_policy": environment().get("OMP_WAIT_POLICY"),
+            "load_average_1min": {"start": round(load[0], 2), "end": round(load[1], 2)},
+        },
         "quick": quick,
         "run_seconds": round(seconds, 1),
         "systems": systems,
@@ -203,6 +210,7 @@ def main() -> None:
     log_path = RESULTS / "latest.log"
     raw: dict[str, dict[str, Any]] = {}
     t0 = time.monotonic()
+    load_start = os.getloadavg()[0]
     with (
         tempfile.TemporaryDirectory(prefix="mneme-bench-") as tmp,
         log_path.open("w") as log,
@@ -224,7 +232,7 @@ def main() -> None:
         rerun = sorted(raw)
         raw = previous.get("tasks", {}) | raw
     raw_path.write_text(json.dumps({"tasks": raw, "reran": rerun}, indent=2, ensure_ascii=False))
-    result = assemble(raw, args.quick, time.monotonic() - t0)
+    result = assemble(raw, args.quick, time.monotonic() - t0, (load_start, os.getloadavg()[0]))
     if rerun:
         result["partial_rerun"] = rerun  # these rows come from a later run than the others
     (RESULTS / "latest.json").write_text(json.dumps(result, indent=2, ensure_ascii=False))
