@@ -24,7 +24,9 @@ CACHE = ROOT / "benchmarks" / ".cache" / "embeddings.sqlite"
 class CachedEmbeddings(Embeddings):
     """Wraps an embeddings model; documents are looked up in, or added to, a SQLite cache."""
 
-    def __init__(self, inner: Embeddings, model_key: str, path: Path = CACHE, cache_queries: bool = False) -> None:
+    def __init__(
+        self, inner: Embeddings, model_key: str, path: Path = CACHE, cache_queries: bool = False
+    ) -> None:
         self.inner = inner
         self.model_key = model_key
         self.cache_queries = cache_queries
@@ -40,14 +42,25 @@ class CachedEmbeddings(Embeddings):
     def _cached(self, kind: str, texts: list[str], compute) -> list[list[float]]:  # type: ignore[no-untyped-def]
         keys = [self._key(kind, t) for t in texts]
         with self._lock:
-            rows = dict(self._db.execute(f"SELECT k, v FROM vec WHERE k IN ({','.join('?' * len(keys))})", keys).fetchall()) if keys else {}
+            rows = (
+                dict(
+                    self._db.execute(
+                        f"SELECT k, v FROM vec WHERE k IN ({','.join('?' * len(keys))})", keys
+                    ).fetchall()
+                )
+                if keys
+                else {}
+            )
         missing = [i for i, k in enumerate(keys) if k not in rows]
         if missing:
             vectors = compute([texts[i] for i in missing])
             with self._lock:
                 self._db.executemany(
                     "INSERT OR REPLACE INTO vec VALUES (?, ?)",
-                    [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(missing, vectors, strict=True)],
+                    [
+                        (keys[i], np.asarray(v, dtype=np.float32).tobytes())
+                        for i, v in zip(missing, vectors, strict=True)
+                    ],
                 )
                 self._db.commit()
             for i, v in zip(missing, vectors, strict=True):

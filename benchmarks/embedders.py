@@ -62,7 +62,9 @@ def probe(emb: Embeddings) -> dict[str, float]:
 def speed(emb: Embeddings) -> dict[str, object]:
     """Query latency for short and long queries, and document throughput."""
     short = "When did Caroline go to the support group?"
-    long = "I went to a LGBTQ support group yesterday and it was so powerful, everyone shared their stories " * 2
+    long = (
+        "I went to a LGBTQ support group yesterday and it was so powerful, everyone shared their stories " * 2
+    )
     emb.embed_query("warm up")
     out: dict[str, object] = {}
     for name, text in (("short", short), ("long", long)):
@@ -131,7 +133,11 @@ def main() -> None:
         t0 = time.perf_counter()
         name, emb, path = make()
         emb.embed_query("load")
-        result: dict[str, object] = {"model": name, "load_s": round(time.perf_counter() - t0, 2), "package_mb": _size_mb(path)}
+        result: dict[str, object] = {
+            "model": name,
+            "load_s": round(time.perf_counter() - t0, 2),
+            "package_mb": _size_mb(path),
+        }
         result.update(speed(emb))
         result.update(probe(emb))
         if not args.no_locomo:

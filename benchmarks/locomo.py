@@ -114,7 +114,8 @@ def evaluate(system: RetrievalSystem, convs: list[Conversation], ks: tuple[int, 
     return {
         **{f"recall@{k}": round(sum(v) / len(v), 4) for k, v in overall.items()},
         "per_category": {
-            CATEGORIES[c]: {f"recall@{k}": round(sum(v) / len(v), 4) for k, v in by_k.items()} | {"questions": len(by_k[ks[0]])}
+            CATEGORIES[c]: {f"recall@{k}": round(sum(v) / len(v), 4) for k, v in by_k.items()}
+            | {"questions": len(by_k[ks[0]])}
             for c, by_k in sorted(per_cat.items())
         },
         "questions": len(latencies),
