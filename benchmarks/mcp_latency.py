@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.memories, args.requests = 2_000, 160
     single, warmup = 48, 16
+    load_start = os.getloadavg()[0]
 
     print(f"building (or reusing) a home with {args.memories} memories ...", flush=True)
     built_home, queries, built = build_home(args.memories)
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
         "tool": "search_memory(query, limit=10)",
         "server": "mneme mcp --user U over stdio (one process, one client session), embedded Chroma, local E5",
         **figures,
+        "load_average": {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)},
     }
     path = write_result("mcp_latency", result)
     c, s = figures["concurrent"], figures["single_client"]

@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.memories, args.requests = 2_000, 160
     single, warmup = 48, 16
+    load_start = os.getloadavg()[0]
 
     print(f"building (or reusing) a home with {args.memories} memories ...", flush=True)
     built_home, queries, built = build_home(args.memories)
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         "route": "GET /v1/users/{user}/memories?q=...&limit=10",
         "server": "mneme serve (uvicorn, one process), embedded Chroma home, local E5 model",
         **figures,
+        "load_average": {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)},
     }
     path = write_result("rest_latency", result)
     c, s = figures["concurrent"], figures["single_client"]
