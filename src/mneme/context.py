@@ -80,9 +80,14 @@ class Context:
     """At most this many profile fields per person are injected besides the memories (the most
     relevant to the query first, then the most important)."""
 
-    max_sensitivity: int = 1
+    max_sensitivity: int = 2
     """Memories above this sensitivity level (0 ordinary, 1 personal, 2 sensitive: health,
-    finance, identity) are neither injected nor returned by the memory tools."""
+    finance, identity) are neither injected nor returned by the memory tools. The default
+    shows a user their own memories, an allergy included; lower it where others may read."""
+
+    group_max_sensitivity: int = 1
+    """The same limit in a group chat, where everyone reads the reply: by default a
+    participant's health, finance or identity memories are not injected there."""
 
     retrieval_mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
     """`hybrid`: dense and lexical evidence fused and read in context (the default);

@@ -33,6 +33,10 @@ by under 0.005)."""
 B = 0.75
 """BM25 length normalization."""
 
+COVERAGE_DOCS = 1000
+"""Coverage weighs query terms by how specific they would be among at least this many memories,
+so that a user with three memories does not make every shared word look decisive."""
+
 RECORD_FILTERS = frozenset(
     {
         "importance",
@@ -226,8 +230,8 @@ class LexicalScores:
     bm25: np.ndarray
     """BM25 score per slot (0 where no query term occurs)."""
     coverage: np.ndarray
-    """Share (0..1) of the query's idf mass that occurs in each slot: an absolute measure of
-    lexical match, comparable across queries (BM25 itself is not)."""
+    """Share (0..1) of the query's terms (weighted by specificity) that occur in each slot: an
+    absolute measure of lexical match, comparable across queries (BM25 itself is not)."""
     matched: np.ndarray
     """Slots containing at least one query term."""
 
@@ -510,22 +514,23 @@ class LexicalIndex:
         if not qcounts or n == 0:
             return LexicalScores(bm25, coverage, matched)
         live_n = max(self.size, 1)
-        unknown_idf = math.log1p((live_n + 0.5) / 0.5)
+        prior_n = max(live_n, COVERAGE_DOCS)
         avgdl = max(self.total_length / live_n, 1.0)
         length = self.cols["length"][:n]
         total_idf = 0.0
         for term, qtf in qcounts.items():
             tid = self.vocab.get(term)
-            if tid is None or self.df[tid] <= 0:
-                total_idf += unknown_idf
+            df = int(self.df[tid]) if tid is not None else 0
+            specificity = math.log1p((prior_n - df + 0.5) / (df + 0.5))
+            total_idf += specificity
+            if tid is None or df <= 0:
                 continue
             idf = float(self.idf(np.array([tid]))[0])
-            total_idf += idf
             post = self.postings[tid]
             docs, tfs = post.docs[: post.n], post.tfs[: post.n]
             denom = tfs + K1 * (1.0 - B + B * length[docs] / avgdl)
             bm25[docs] += qtf * idf * tfs * (K1 + 1.0) / denom
-            coverage[docs] += idf
+            coverage[docs] += specificity
             matched[docs] = True
         if total_idf > 0:
             coverage /= total_idf

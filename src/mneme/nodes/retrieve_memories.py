@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -129,7 +130,8 @@ def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]
         queries = build_queries(state, ctx, person if group else None)
         if not queries:
             continue
-        profile, found = person_memories(store, person, queries, ctx)
+        limited = replace(ctx, max_sensitivity=min(ctx.max_sensitivity, ctx.group_max_sensitivity))
+        profile, found = person_memories(store, person, queries, limited if group else ctx)
         for hits, is_profile in ((profile, True), (found, False)):
             for hit in hits:
                 ref = len(refs) + 1

@@ -1,0 +1,112 @@
+"""Isolation: random interleaved writes and reads across many users never show one user another's memory.
+
+Checked through every door a memory can leave by: `Memory.search`, the memory tools and the
+graph's injected memories. User ids include ones that would collide if namespaces were built
+naively (`a.b` and `a%2Eb`, case, spaces, Chinese).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+from langgraph.store.memory import InMemoryStore
+
+from mneme.context import Context
+from mneme.graph import build_graph
+from mneme.memory.api import Memory
+from mneme.nodes import make_tools
+from mneme.toolkit import default_tools
+from tests.fakes import HashEmbeddings, tool_call
+
+USERS = ["alice", "bob", "a.b", "a%2Eb", "A", "用户一", "user 1", "Alice"]
+TEXTS = [
+    "I live in Lyon",
+    "我不吃辣",
+    "My order 20240508001 is late",
+    "I play the cello every Sunday",
+    "我住在杭州西湖区",
+    "I prefer window seats",
+    "麻烦以后都发顺丰",
+    "My daughter is called Mia",
+]
+QUERIES = [
+    "where do I live",
+    "吃辣吗",
+    "order status",
+    "what do I play",
+    "住在哪里",
+    "seat",
+    "快递",
+    "daughter",
+]
+
+op = st.tuples(
+    st.sampled_from(["add", "verbatim", "search", "tool", "graph"]),
+    st.integers(0, len(USERS) - 1),
+    st.integers(0, len(TEXTS) - 1),
+)
+
+
+def _own_ids(memory: Memory, user: str) -> set[str]:
+    """Every id a user's namespaces hold: current memories and archived versions."""
+    archive = memory.export(user_id=user)["archive"]
+    return {r.id for r in memory.get_all(user_id=user)} | {str(r["id"]) for r in archive}
+
+
+def _others_ids(memory: Memory, user: str) -> set[str]:
+    return set().union(*(_own_ids(memory, other) for other in USERS if other != user))
+
+
+def _tool_search(store: InMemoryStore, user: str, query: str) -> list[str]:
+    node = make_tools(default_tools())
+    state = {"messages": [HumanMessage(content="q", id="h"), tool_call("search_memory", {"query": query})]}
+    runtime = Runtime(context=Context(user_id=user, min_relevance=0.0), store=store)
+    out = node.invoke(state, config={"configurable": {"thread_id": "t", "__pregel_runtime": runtime}})
+    updates = out if isinstance(out, list) else [out]
+    refs: dict[str, str] = {}
+    for u in updates:
+        refs.update((u.update if hasattr(u, "update") else u).get("memory_refs") or {})
+    messages = [m for u in updates for m in (u.update["messages"] if hasattr(u, "update") else u["messages"])]
+    shown = json.loads(str(messages[-1].content))["memories"]
+    return [refs[str(m["ref"])] for m in shown]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(op, min_size=4, max_size=14))
+def test_no_operation_sequence_leaks_across_users(ops: list[tuple[str, int, int]]) -> None:
+    emb = HashEmbeddings()
+    store = InMemoryStore(index={"embed": emb, "dims": emb.dims, "fields": ["text"]})
+    memory = Memory(store, context=Context(min_relevance=0.0))
+    graph: Any = None
+    for kind, u, t in ops:
+        user = USERS[u]
+        if kind == "add":
+            memory.add(TEXTS[t], user_id=user)
+            continue
+        if kind == "verbatim":
+            memory.add(TEXTS[t], user_id=user, infer=False, session_id=f"s{t % 3}")
+            continue
+        if kind == "search":
+            hits = memory.search(QUERIES[t], user_id=user, limit=10, include_history=True)
+            assert all(h.user_id == user for h in hits)
+            found = {h.id for h in hits}
+        elif kind == "tool":
+            found = set(_tool_search(store, user, QUERIES[t]))
+        else:
+            if graph is None:
+                graph = build_graph(model="offline", checkpointer=InMemorySaver(), store=store)
+            out = graph.invoke(
+                {"messages": [{"role": "user", "content": QUERIES[t]}]},
+                {"configurable": {"thread_id": f"{user}-thread"}},
+                context={"user_id": user, "min_relevance": 0.0},
+            )
+            assert all(m["user_id"] == user for m in out["memories"])
+            found = {m["id"] for m in out["memories"]}
+        assert found <= _own_ids(memory, user)
+        assert not found & _others_ids(memory, user)
