@@ -148,3 +148,17 @@ def test_scale_corpus_is_distinct_texts_with_real_or_summed_real_vectors() -> No
     got = served.embed_documents([pair, "a text that is not in the corpus"])
     assert np.allclose(got[0], corpus.vectors[corpus.real])
     assert served.misses == 1  # anything else goes to the real model, and is counted
+
+
+def test_langgraph_peer_stores_every_turn_when_a_text_repeats_within_a_batch() -> None:
+    from benchmarks.peers.langgraph_store import LangGraphStoreSystem
+
+    system = LangGraphStoreSystem(HashEmbeddings())
+    items = [
+        (f"D1:{i}", "Caroline: Thanks!" if i % 3 == 0 else f"Melanie: my dog is called Rex {i}")
+        for i in range(450)
+    ]
+    system.add_texts("conv-1", items)  # InMemoryStore.batch alone raises on the repeated text
+
+    assert len(system.store.search(("memories", "conv-1"), limit=1000)) == 450
+    assert system.search_user("conv-1", "Rex 7", 3)[0] == "D1:7"
