@@ -87,6 +87,7 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+@pytest.mark.timeout(900)  # 2 x 100 writes, each embedding text: minutes on a busy 2-core machine
 def test_two_processes_writing_for_one_user_lose_and_duplicate_nothing(
     chroma_url: str, tmp_path: Path
 ) -> None:
