@@ -9,7 +9,9 @@ the write path, and the per-turn overhead of the graph. The figures go to
 
 Run: `python -m benchmarks.run [--quick] [--only TASK ...]` (the bench virtual environment
 `.venv-bench` has the peers installed; `make bench` sets it up). The full run takes about
-30 minutes on 2 cores; `--quick` (one conversation, 60 questions, sizes up to 10,000) about 5.
+30 minutes on 2 quiet cores; `--quick` (one conversation, 60 questions, sizes up to 10,000)
+about 5. On a fresh machine the first run also embeds the 5,882 LoCoMo turns once into the
+benchmark cache (`prepare`, several minutes, before anything is timed).
 """
 
 from __future__ import annotations
