@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -18,6 +19,16 @@ ChromaOpt = Annotated[
 ]
 
 
+def _server_threads() -> None:
+    """Keep the embedding model's OpenMP threads from spinning while they wait.
+
+    A server shares its cores between requests, Chroma and the model: spinning threads made
+    a 16-token query 10-20 times slower on a busy 2-core machine (p50 0.8-2 s instead of 80 ms).
+    Must run before the model is loaded; an explicit `OMP_WAIT_POLICY` wins.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -32,6 +43,7 @@ def serve(
     """
 
     def start() -> None:
+        _server_threads()
         import uvicorn
 
         from mneme.server.app import create_app
@@ -69,6 +81,7 @@ def mcp_command(user: UserOpt, home: HomeOpt = None, chroma_url: ChromaOpt = Non
     """
 
     def start() -> None:
+        _server_threads()
         import asyncio
 
         from mneme.mcp_server import serve_stdio
