@@ -184,6 +184,16 @@ def _locomo(result: dict[str, Any]) -> list[str]:
                 + " | ".join(fmt(r["per_category"].get(c, {}).get("recall@10"), 3) for c in cats)
                 + " |"
             )
+    same: dict[tuple[float, ...], list[str]] = {}
+    for name, r in rows.items():
+        same.setdefault(tuple(r[f"recall@{k}"] for k in KS), []).append(name)
+    for names in same.values():
+        if len(names) > 1:
+            out += [
+                "",
+                f"{', '.join(names)} have identical recall: they rank by the same cosine over the same vectors "
+                "(their lines coincide in the plot); they differ in speed and footprint.",
+            ]
     out += ["", "How each system was set up:", ""]
     for name, r in systems.items():
         note = r.get("notes") or r.get("skipped", "")
