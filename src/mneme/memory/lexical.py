@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -255,6 +256,21 @@ _COLUMNS: dict[str, tuple[type, Any]] = {
 }
 
 
+_BULK_COLUMNS = (
+    "space",
+    "session",
+    "speaker",
+    "said",
+    "created",
+    "updated",
+    "expires",
+    "sensitivity",
+    "importance",
+    "use_count",
+    "last_used",
+)
+
+
 class LexicalIndex:
     """BM25 and attribute columns over one user's memories (current ones and the archive)."""
 
@@ -422,9 +438,76 @@ class LexicalIndex:
         return True
 
     def bulk(self, docs: Iterable[Doc]) -> None:
-        """Add many memories at once (a full load), linking sessions once at the end."""
-        for doc in docs:
-            self.put(doc, link=False)
+        """Load many memories into an empty index at once (a full load).
+
+        Columns and postings are built as whole arrays, and sessions linked once at the end.
+        """
+        docs = list(docs)
+        if self.n or not docs:
+            for doc in docs:
+                self.put(doc, link=False)
+            self._relink_all()
+            return
+        k = len(docs)
+        self._grow(k)
+        term_ids: list[int] = []
+        doc_of: list[int] = []
+        freqs: list[int] = []
+        spans: list[tuple[int, int]] = []
+        values: dict[str, list[Any]] = {name: [] for name in _BULK_COLUMNS}
+        for slot, doc in enumerate(docs):
+            counts = Counter(doc.terms)
+            doc.terms = []
+            start = len(term_ids)
+            term_ids.extend(self._term_id(t) for t in counts)
+            freqs.extend(counts.values())
+            doc_of.extend([slot] * len(counts))
+            spans.append((start, len(term_ids)))
+            values["space"].append(SPACES.index(doc.space))
+            values["session"].append(self._code(self.sessions, doc.session))
+            speaker = self._speaker_code(doc.speaker)
+            values["speaker"].append(speaker)
+            if speaker >= 0:
+                self._speaker_live[speaker] += 1
+            values["said"].append(doc.said)
+            values["created"].append(doc.created)
+            values["updated"].append(doc.updated)
+            values["expires"].append(doc.expires)
+            values["sensitivity"].append(doc.sensitivity)
+            values["importance"].append(doc.importance)
+            use = self.usage.get(doc.id, (0.0, 0.0))
+            values["use_count"].append(use[0])
+            values["last_used"].append(use[1])
+            self.slot_of[(doc.space, doc.key)] = slot
+            if doc.space != "archive":
+                self.id_slot[doc.id] = slot
+        tids = np.asarray(term_ids, dtype=np.int32)
+        tfs = np.asarray(freqs, dtype=np.float32)
+        owners = np.asarray(doc_of, dtype=np.int32)
+        for name, column in values.items():
+            self.cols[name][:k] = column
+        self.cols["alive"][:k] = True
+        lengths = np.bincount(owners, weights=tfs, minlength=k)
+        self.cols["length"][:k] = lengths
+        self.total_length = float(lengths.sum())
+        self.live = np.bincount(self.cols["space"][:k], minlength=len(SPACES)).astype(np.int64)
+        self.docs = list(docs)
+        self._doc_terms = [(tids[a:b], tfs[a:b]) for a, b in spans]
+        self.n = k
+        if len(tids):
+            order = np.argsort(tids, kind="stable")
+            sorted_t = tids[order]
+            cuts = np.nonzero(np.diff(sorted_t))[0] + 1
+            starts = np.r_[0, cuts]
+            ends = np.r_[cuts, len(sorted_t)]
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+                post = self.postings[int(sorted_t[a])]
+                post.docs = owners[order[a:b]].copy()
+                post.tfs = tfs[order[a:b]].copy()
+                post.n = b - a
+            terms_known = len(self.postings)
+            self.df[:terms_known] = np.bincount(tids, minlength=terms_known)[:terms_known]
+        self.version += 1
         self._relink_all()
 
     def set_usage(self, memory_id: str, count: float, last_used: float) -> None:

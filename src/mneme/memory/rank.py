@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, time
 from typing import Literal
 
 import numpy as np
@@ -56,24 +57,33 @@ class QueryEvidence:
     text: str
     weight: float
     chinese: bool
-    dense: dict[int, float] = field(default_factory=dict)
-    """Cosine similarity of each dense candidate slot."""
-    dense_relevance: dict[int, float] = field(default_factory=dict)
-    """Calibrated relevance (0..1) of each dense candidate slot."""
+    dense_slots: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    """Slots of the dense candidates."""
+    dense_cos: np.ndarray = field(default_factory=lambda: np.empty(0))
+    """Their cosine similarity to the query."""
+    dense_relevance: np.ndarray = field(default_factory=lambda: np.empty(0))
+    """Their calibrated relevance (0..1)."""
     lexical: LexicalScores | None = None
-    lexical_top: list[int] = field(default_factory=list)
+    lexical_top: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     """The best lexical slots (allowed and matching), best first."""
 
 
 @dataclass
 class Ranked:
-    """One ranked slot."""
+    """The candidates of one search, best first."""
 
-    slot: int
-    score: float
+    slots: np.ndarray
+    scores: np.ndarray
     """Final score in 0..1 (fused relevance, recency, importance and use)."""
-    relevance: float
+    relevance: np.ndarray
     """Absolute match (0..1): calibrated dense relevance or lexical coverage, the better."""
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+
+def _empty() -> Ranked:
+    return Ranked(np.empty(0, dtype=np.int64), np.empty(0), np.empty(0))
 
 
 def _zscore(values: np.ndarray, over: np.ndarray) -> np.ndarray:
@@ -84,26 +94,58 @@ def _zscore(values: np.ndarray, over: np.ndarray) -> np.ndarray:
     return (values - float(sample.mean())) / (std if std > 1e-9 else 1.0)
 
 
-def _neighbour_sum(index: LexicalIndex, values: np.ndarray, ranking: Ranking) -> np.ndarray:
-    """Σ weight × value of the turns around each slot in its session (0 where there is none)."""
-    n = len(values)
-    prev = index.cols["prev"][:n]
-    nxt = index.cols["next"][:n]
-    out = np.zeros(n, dtype=np.float64)
-    steps = (
-        (prev, ranking.w_prev_turn),
-        (nxt, ranking.w_next_turn),
-    )
-    for links, weight in steps:
-        if weight == 0:
-            continue
-        has = links >= 0
-        near = np.where(has, values[np.maximum(links, 0)], 0.0)
-        out += weight * near
-        far_links = np.where(has, index.cols["prev" if links is prev else "next"][np.maximum(links, 0)], -1)
-        far = far_links >= 0
-        out += weight * SECOND_NEIGHBOUR * np.where(far, values[np.maximum(far_links, 0)], 0.0)
+def _follow(links: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """The linked slot of each slot (-1 where there is none, or where the slot is -1)."""
+    out = np.full(len(slots), -1, dtype=np.int64)
+    ok = slots >= 0
+    out[ok] = links[slots[ok]]
     return out
+
+
+def _at(values: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """values[slots], 0 where the slot is -1."""
+    return np.where(slots >= 0, values[np.maximum(slots, 0)], 0.0)
+
+
+def _session_boost(sessions: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Standardized relevance of each candidate's session (mean of its best `SESSION_TOP`)."""
+    out = np.zeros(len(sessions))
+    has = sessions >= 0
+    if has.sum() < 2:
+        return out
+    sess, vals = sessions[has], base[has]
+    order = np.lexsort((-vals, sess))
+    sess, vals = sess[order], vals[order]
+    starts = np.r_[0, np.nonzero(np.diff(sess))[0] + 1]
+    if len(starts) < 2:
+        return out
+    position = np.arange(len(sess)) - np.repeat(starts, np.diff(np.r_[starts, len(sess)]))
+    top = position < SESSION_TOP
+    groups = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(sess)]))
+    sums = np.bincount(groups[top], weights=vals[top], minlength=len(starts))
+    counts = np.bincount(groups[top], minlength=len(starts))
+    means = sums / np.maximum(counts, 1)
+    z = (means - means.mean()) / (means.std() or 1.0)
+    per_session = dict(zip(sess[starts].tolist(), z.tolist(), strict=True))
+    out[has] = [per_session[s] for s in sessions[has].tolist()]
+    return out
+
+
+def _said_in(index: LexicalIndex, slots: np.ndarray, periods: list[Period], slack_days: int) -> np.ndarray:
+    said = index.cols["said"][slots]
+    hit = np.zeros(len(slots), dtype=bool)
+    months = (said.astype("datetime64[s]").astype("datetime64[M]").astype(np.int64) % 12) + 1
+    slack_months = (
+        (said - slack_days * DAY_S).astype("datetime64[s]").astype("datetime64[M]").astype(np.int64) % 12
+    ) + 1
+    for p in periods:
+        if p.month is not None:
+            hit |= (months == p.month) | (slack_months == p.month)
+        elif p.start is not None and p.end is not None:
+            start = datetime.combine(p.start, time.min, UTC).timestamp()
+            end = datetime.combine(p.end, time.max, UTC).timestamp() + slack_days * DAY_S
+            hit |= (said >= start) & (said <= end)
+    return hit & (said > 0)
 
 
 def rank(
@@ -116,7 +158,7 @@ def rank(
     periods: list[Period],
     speakers: list[int],
     lexical_candidates: int,
-) -> list[Ranked]:
+) -> Ranked:
     """Rank the candidates of one search, best first.
 
     Args:
@@ -130,11 +172,11 @@ def rank(
         lexical_candidates: How many lexical hits each query contributes.
 
     Returns:
-        Every candidate with its final score and its absolute relevance.
+        Every candidate with its final score and its absolute relevance, best first.
     """
     n = index.n
     if n == 0 or not queries:
-        return []
+        return _empty()
     allowed = allowed[:n]
     context = ranking.mode == "hybrid"
     total_w = sum(q.weight for q in queries) or 1.0
@@ -142,91 +184,74 @@ def rank(
     match = np.zeros(n, dtype=np.float64)
     candidate = np.zeros(n, dtype=bool)
     for q in queries:
-        dz = np.zeros(n, dtype=np.float64)
-        if q.dense and ranking.mode != "lexical":
-            slots = np.fromiter(q.dense.keys(), dtype=np.int64, count=len(q.dense))
-            cos = np.fromiter(q.dense.values(), dtype=np.float64, count=len(q.dense))
+        dz: np.ndarray | float = 0.0
+        if len(q.dense_slots) and ranking.mode != "lexical":
+            cos = q.dense_cos
             std = float(cos.std()) if len(cos) > 1 else 0.0
             z = (cos - float(cos.mean())) / (std if std > 1e-9 else 1.0)
-            dz[:] = float(z.min()) if len(z) else 0.0
-            dz[slots] = z
-            candidate[slots] = True
-            rel = np.zeros(n, dtype=np.float64)
-            rel[slots] = np.fromiter((q.dense_relevance.get(int(s), 0.0) for s in slots), dtype=np.float64)
-            match = np.maximum(match, q.weight * rel)
-        bz = np.zeros(n, dtype=np.float64)
+            dz = np.full(n, float(z.min()))
+            dz[q.dense_slots] = z
+            candidate[q.dense_slots] = True
+            np.maximum.at(match, q.dense_slots, q.weight * q.dense_relevance)
+        bz: np.ndarray | float = 0.0
         if q.lexical is not None and ranking.mode != "dense":
             bz = _zscore(q.lexical.bm25.astype(np.float64), allowed)
-            top = q.lexical_top[:lexical_candidates]
-            candidate[top] = True
-            match = np.maximum(match, q.weight * q.lexical.coverage.astype(np.float64))
+            candidate[q.lexical_top[:lexical_candidates]] = True
+            np.maximum(match, q.weight * q.lexical.coverage, out=match)
         if ranking.mode == "dense":
-            fused = dz
+            base += q.weight * dz
         elif ranking.mode == "lexical":
-            fused = bz
+            base += q.weight * bz
         else:
             wd = ranking.dense_weight_zh if q.chinese else ranking.dense_weight_en
-            fused = wd * dz + (1.0 - wd) * bz
-        base += q.weight * fused
+            base += q.weight * (wd * dz + (1.0 - wd) * bz)
     base /= total_w
-    score = base.copy()
+    prev, nxt = index.cols["prev"][:n], index.cols["next"][:n]
+    if context:  # the turns around each candidate become candidates too
+        core = np.nonzero(candidate)[0]
+        for links in (prev, nxt):
+            one = _follow(links, core)
+            two = _follow(links, one)
+            candidate[one[one >= 0]] = True
+            candidate[two[two >= 0]] = True
+    slots = np.nonzero(candidate & allowed)[0]
+    if not len(slots):
+        return _empty()
+    score = base[slots].copy()
+    rel = match[slots].copy()
     if context:
         # The conversation around a turn: the answer often follows the turn that matches.
-        near = _neighbour_sum(index, np.where(allowed, base, 0.0), ranking)
-        score += near
-        prev, nxt = index.cols["prev"][:n], index.cols["next"][:n]
+        shown = np.where(allowed, base, 0.0)
         own = np.where(allowed, match, 0.0)
-        for links in (prev, nxt):
-            near_match = np.where(links >= 0, own[np.maximum(links, 0)], 0.0)
-            match = np.maximum(match, NEIGHBOUR_MATCH * near_match)
-        grow = candidate.copy()
-        for links in (prev, nxt):
-            linked = links[candidate]
-            linked = linked[linked >= 0]
-            grow[linked] = True
-            second = links[linked]
-            grow[second[second >= 0]] = True
-        candidate = grow
-    if context and periods:
-        said_days = np.nonzero(candidate & allowed)[0]
-        hit = index.said_in(periods, said_days, ranking.date_slack_days)
-        score[said_days[hit]] += ranking.w_date
-    candidate &= allowed
-    slots = np.nonzero(candidate)[0]
-    if not len(slots):
-        return []
-    if context and ranking.w_session:
-        sessions = index.cols["session"][slots]
-        per: dict[int, list[float]] = {}
-        for s, b in zip(sessions.tolist(), base[slots].tolist(), strict=True):
-            if s >= 0:
-                per.setdefault(s, []).append(b)
-        if len(per) > 1:
-            means = {s: float(np.mean(sorted(v, reverse=True)[:SESSION_TOP])) for s, v in per.items()}
-            vals = np.array(list(means.values()))
-            std = float(vals.std()) or 1.0
-            for i, s in enumerate(sessions.tolist()):
-                if s in means:
-                    score[slots[i]] += ranking.w_session * (means[s] - float(vals.mean())) / std
-    if context and ranking.w_speaker and len(speakers) == 1:
-        score[slots] += ranking.w_speaker * (index.cols["speaker"][slots] == speakers[0])
-    return _final(index, slots, score, match, ranking, now)
+        for links, weight in ((prev, ranking.w_prev_turn), (nxt, ranking.w_next_turn)):
+            one = _follow(links, slots)
+            two = _follow(links, one)
+            score += weight * (_at(shown, one) + SECOND_NEIGHBOUR * _at(shown, two))
+            rel = np.maximum(rel, NEIGHBOUR_MATCH * _at(own, one))
+        if periods:
+            score += ranking.w_date * _said_in(index, slots, periods, ranking.date_slack_days)
+        if ranking.w_session:
+            score += ranking.w_session * _session_boost(index.cols["session"][slots], base[slots])
+        if ranking.w_speaker and len(speakers) == 1:
+            score += ranking.w_speaker * (index.cols["speaker"][slots] == speakers[0])
+    return _final(index, slots, score, rel, ranking, now)
 
 
 def _final(
     index: LexicalIndex,
     slots: np.ndarray,
     score: np.ndarray,
-    match: np.ndarray,
+    relevance: np.ndarray,
     ranking: Ranking,
     now: float,
-) -> list[Ranked]:
+) -> Ranked:
     c = index.cols
-    rel01 = 1.0 / (1.0 + np.exp(-(score[slots] - RANK_MID) / RANK_SCALE))
-    # Recency counts from the user's newest memory, not from the clock: what matters is which
-    # of two statements is the later one, also in a history imported long after it was said.
-    newest = min(now, float(c["said"][slots].max()))
-    age = np.maximum(0.0, newest - c["said"][slots]) / DAY_S
+    rel01 = 1.0 / (1.0 + np.exp(-(score - RANK_MID) / RANK_SCALE))
+    said = c["said"][slots]
+    # Recency counts from the newest candidate, not from the clock: what matters is which of
+    # two statements is the later one, also in a history imported long after it was said.
+    newest = min(now, float(said.max()))
+    age = np.maximum(0.0, newest - said) / DAY_S
     recency = np.power(0.5, age / max(ranking.recency_half_life_days, 1e-6))
     fresh = np.maximum(c["updated"][slots], c["last_used"][slots])
     idle = np.maximum(0.0, now - fresh) / DAY_S
@@ -239,12 +264,8 @@ def _final(
         + ranking.w_importance * importance
         + ranking.w_use * use
     )
-    out = [
-        Ranked(slot=int(s), score=float(f), relevance=float(min(1.0, m)))
-        for s, f, m in zip(slots.tolist(), final.tolist(), match[slots].tolist(), strict=True)
-    ]
-    out.sort(key=lambda r: r.score, reverse=True)
-    return out
+    order = np.argsort(-final, kind="stable")
+    return Ranked(slots[order], final[order], np.minimum(1.0, relevance[order]))
 
 
 __all__ = ["Mode", "QueryEvidence", "Ranked", "Ranking", "rank"]

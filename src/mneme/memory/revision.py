@@ -28,8 +28,10 @@ USAGE = "memory_usage"
 LOG_KEY = "log"
 LOG_LENGTH = 64
 """Revisions kept in a log; a reader further behind reloads the user's memories."""
-MAX_KEYS = 5000
-"""A revision changing more keys than this is logged as 'reload everything'."""
+MAX_KEYS = 500
+"""A revision changing more keys than this is logged as 'reload everything' (a bulk import)."""
+LOG_KEYS = 2000
+"""Keys kept over the whole log (older revisions are dropped first), so the item stays small."""
 
 _locks: dict[tuple[int, str], threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -141,6 +143,8 @@ def _next(item: Any, keys: Iterable[tuple[str, str]]) -> dict[str, Any]:
     unique = list(dict.fromkeys(keys))
     rev = uuid.uuid4().hex
     log.append({"rev": rev, "at": now_iso(), "keys": None if len(unique) > MAX_KEYS else unique})
+    while len(log) > 1 and sum(len(e.get("keys") or []) for e in log) > LOG_KEYS:
+        log.pop(0)
     return {"rev": rev, "log": log}
 
 

@@ -36,7 +36,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 from mneme.memory.dates import periods
 from mneme.memory.lexical import SPACES, Doc, LexicalIndex, check_filters, doc_allowed
 from mneme.memory.mirror import base_store, index_lock, lexical_index, repair, space_namespace
-from mneme.memory.rank import QueryEvidence, Ranked, Ranking, rank
+from mneme.memory.rank import QueryEvidence, Ranking, rank
 from mneme.memory.record import Kind, MemoryHit, MemoryRecord
 from mneme.memory.terms import is_chinese, terms
 
@@ -253,28 +253,32 @@ def _evidence(
     evidence: list[QueryEvidence] = []
     for text, weight, hits in raw:
         ev = QueryEvidence(text=text, weight=weight, chinese=is_chinese(text))
-        background = cal.background(text) if cal is not None and hits else None
-        kept = 0
+        slots: list[int] = []
+        cosines: list[float] = []
         for space, key, score, value in sorted(hits, key=lambda h: h[2], reverse=True):
             slot = index.slot_of.get((space, key))
-            if slot is None or not allowed[slot] or kept >= settings.candidates * len(spaces):
+            if slot is None or not allowed[slot] or len(slots) >= settings.candidates * len(spaces):
                 continue
-            kept += 1
             found.values[(space, key)] = value
-            ev.dense[slot] = score
-            ev.dense_relevance[slot] = (
-                cal.relevance(score, background)
-                if cal is not None and background is not None
-                else max(0.0, min(1.0, score))
-            )
+            slots.append(slot)
+            cosines.append(score)
+        if slots:
+            ev.dense_slots = np.asarray(slots, dtype=np.int64)
+            ev.dense_cos = np.asarray(cosines, dtype=np.float64)
+            if cal is not None:
+                mean, std = cal.background(text)
+                z = (ev.dense_cos - mean) / std
+                ev.dense_relevance = 1.0 / (1.0 + np.exp(-(z - cal.z_mid) / cal.z_scale))
+            else:
+                ev.dense_relevance = np.clip(ev.dense_cos, 0.0, 1.0)
         if mode != "dense":
             scores = index.score(terms(text))
             ev.lexical = scores
             pool = np.nonzero(scores.matched & allowed[: len(scores.matched)])[0]
-            if len(pool):
-                want = settings.candidates * 2
-                part = pool[np.argsort(-scores.bm25[pool], kind="stable")[:want]]
-                ev.lexical_top = part.tolist()
+            want = settings.candidates * 2
+            if len(pool) > want:
+                pool = pool[np.argpartition(-scores.bm25[pool], want - 1)[:want]]
+            ev.lexical_top = pool
         evidence.append(ev)
     return evidence, allowed
 
@@ -282,7 +286,7 @@ def _evidence(
 def _read_back(
     store: BaseStore,
     user_id: str,
-    docs: list[tuple[Ranked, Doc]],
+    docs: list[tuple[float, Doc]],
     settings: SearchSettings,
     allows: Any,
     found: _Found,
@@ -306,7 +310,7 @@ def _read_back(
         )
         for d, item in zip(missing, got, strict=True):
             found.values[(d.space, d.key)] = item.value if isinstance(item, Item) else None
-        for r, doc in batch:
+        for score, doc in batch:
             value = found.values.get((doc.space, doc.key))
             if value is None or value.get("user_id") not in (None, user_id):
                 repair(index, doc.space, doc.key, None)
@@ -319,7 +323,7 @@ def _read_back(
             record = MemoryRecord.from_store(value)
             if expired(record, at):
                 continue
-            hits.append(MemoryHit.of(record, r.score))
+            hits.append(MemoryHit.of(record, score))
             if len(hits) >= settings.limit:
                 break
     return hits
@@ -379,7 +383,15 @@ def search(
             speakers=index.named_speakers(newest) if context else [],
             lexical_candidates=settings.candidates * 2,
         )
-        docs = [(r, index.doc(r.slot)) for r in ranked if r.relevance >= settings.min_relevance]
+        keep = ranked.relevance >= settings.min_relevance
+        # Read back at most what could be needed: the limit, and a margin for stale entries.
+        upto = settings.limit * 4 + VERIFY_EXTRA
+        docs = [
+            (float(sc), index.doc(int(sl)))
+            for sl, sc in zip(
+                ranked.slots[keep][:upto].tolist(), ranked.scores[keep][:upto].tolist(), strict=True
+            )
+        ]
 
         def allows(doc: Doc) -> bool:
             return doc_allowed(

@@ -9,8 +9,8 @@ from functools import lru_cache
 from typing import Any
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_ASCII_WORD = re.compile(r"^[a-z0-9]+(?:'[a-z]+)?$")
+_WORD = re.compile(r"[a-z0-9]+")
+_ASCII_WORD = re.compile(r"^[a-z0-9']+$")
 
 
 def _words(text: str) -> frozenset[str]:
@@ -85,8 +85,8 @@ def _cut(text: str) -> list[str]:
 
 
 def _english(words: list[str]) -> list[str]:
-    kept = [w.split("'")[0] for w in words]
-    kept = [w for w in kept if w and w not in EN_STOP]
+    """Stems of the words that carry meaning ("caroline's" gives "carolin" and a dropped "s")."""
+    kept = [w for w in words if w not in EN_STOP]
     return _stem_words(kept) if kept else []
 
 
@@ -106,7 +106,7 @@ def _terms(text: str) -> list[str]:
         if not word:
             continue
         if _ASCII_WORD.match(word):
-            ascii_words.append(word)
+            ascii_words.extend(_WORD.findall(word))
         elif has_cjk(word):
             if word not in ZH_STOP:
                 out.append(word)
