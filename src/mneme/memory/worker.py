@@ -13,7 +13,6 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
@@ -57,6 +56,9 @@ class BackgroundWorker:
                 self._tasks.put(_Task(store, context, model, None))
             self._tasks.put(_Task(store, context, model, job))
             if self._thread is None or not self._thread.is_alive():
+                if self._thread is None:
+                    # registered now, after the home was opened: runs before the home closes
+                    atexit.register(self.flush, EXIT_FLUSH_S)
                 self._thread = threading.Thread(target=self._loop, name="mneme-extract", daemon=True)
                 self._thread.start()
 
@@ -110,10 +112,3 @@ def worker() -> BackgroundWorker:
         if _worker is None:
             _worker = BackgroundWorker()
         return _worker
-
-
-@atexit.register
-def _flush_at_exit() -> None:
-    w: Any = _worker
-    if w is not None:
-        w.flush(EXIT_FLUSH_S)
