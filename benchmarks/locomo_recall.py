@@ -190,6 +190,43 @@ def run_modes(
     return out
 
 
+GATES = (0.5, 0.7, 0.8, 0.9, 0.95)
+OFFTOPIC = ROOT / "benchmarks" / "data" / "offtopic_queries.json"
+
+
+def gate(built: MnemeSystem, convs: list[Conversation], lang: str, limit: int = 5) -> dict[str, Any]:
+    """What the injection threshold (`min_relevance`) keeps, and what it lets through.
+
+    Kept: the evidence of each conversation's own questions (recall@5 after the cut, and how
+    many memories are injected). Let through: for requests that are not about the person at
+    all (`offtopic_queries.json`: general knowledge, tasks, small talk), how often anything is
+    injected from that person's memories.
+    """
+    offtopic = json.loads(OFFTOPIC.read_text("utf-8"))[lang]
+    out: dict[str, Any] = {}
+    for threshold in GATES:
+        memory = Memory(built.memory.store, context=Context(min_relevance=threshold))
+        own: list[float] = []
+        own_n: list[int] = []
+        noise: list[float] = []
+        for conv in convs:
+            for q in conv.questions:
+                hits = memory.search(q.text, user_id=conv.conv_id, limit=limit, min_relevance=threshold)
+                got = {str(h.metadata.get("dia_id") or h.metadata.get("message_id", "")) for h in hits}
+                own.append(sum(1 for e in q.evidence if e in got) / len(q.evidence))
+                own_n.append(len(hits))
+            for text in offtopic:
+                found = memory.search(text, user_id=conv.conv_id, limit=limit, min_relevance=threshold)
+                noise.append(1.0 if found else 0.0)
+        out[str(threshold)] = {
+            "recall@5": round(sum(own) / len(own), 4),
+            "injected_mean": round(sum(own_n) / len(own_n), 2),
+            "offtopic_injecting_anything": round(sum(noise) / len(noise), 4),
+        }
+        print(f"  min_relevance={threshold}: {out[str(threshold)]}", flush=True)
+    return out
+
+
 SWEEP: dict[str, list[Any]] = {
     "dense_weight_en": [0.4, 0.5, 0.6, 0.7],
     "w_prev_turn": [0.3, 0.5, 0.7],
@@ -274,14 +311,19 @@ def main() -> None:
                 result["locomo_tuning"] = evaluate(Searcher(built, base, "mneme"), tune)
             result["tokens"] = injected_tokens(Searcher(built, base, "mneme"), locomo, base.retrieval_limit)
             print(f"  tokens: {result['tokens']}", flush=True)
+            print("LoCoMo injection threshold (held-out conversations)", flush=True)
+            result["gate_locomo"] = gate(built, held or locomo, "en")
             if args.sweep:
                 result["sweep_locomo_tuning"] = sweep(built, tune or locomo, SWEEP, None)
         built.close()
         print(f"Chinese set, {variant}: building", flush=True)
         built, seconds = build(zh, turn_metadata)
         result.setdefault("zh", {})[variant] = {"build_s": seconds, **run_modes(built, zh, base, zh_names)}
-        if variant == "turns" and args.sweep:
-            result["sweep_zh"] = sweep(built, zh, ZH_SWEEP, zh_names)
+        if variant == "turns":
+            print("Chinese set injection threshold", flush=True)
+            result["gate_zh"] = gate(built, zh, "zh")
+            if args.sweep:
+                result["sweep_zh"] = sweep(built, zh, ZH_SWEEP, zh_names)
         built.close()
     path = write_result("locomo_recall" + ("_quick" if args.quick else ""), result)
     print(f"wrote {path}")

@@ -76,10 +76,13 @@ def test_dates_in_the_query_match_when_a_memory_was_said(memory: Memory) -> None
 
 
 def test_a_later_statement_outranks_the_one_it_replaced(memory: Memory) -> None:
+    """Two equally relevant statements: the one said later wins (the answer changed)."""
     old = turn(memory, "u", "我的工作室在西湖边", said_at="2024-03-02T10:00:00")
-    new = turn(memory, "u", "我的工作室搬到滨江了", said_at="2024-09-20T10:00:00")
-    hits = memory.search("工作室在哪", user_id="u", limit=2)
+    new = turn(memory, "u", "我的工作室在滨江边", said_at="2024-09-20T10:00:00")
+    hits = memory.search("工作室在哪里", user_id="u", limit=2)
     assert [h.id for h in hits] == [new, old]
+    flat = Memory(memory.store, context=Context(w_recency=0.0)).search("工作室在哪里", user_id="u", limit=2)
+    assert abs(flat[0].score - flat[1].score) < hits[0].score - hits[1].score  # time made the difference
 
 
 def test_memories_that_keep_being_used_gain_weight(memory: Memory) -> None:

@@ -18,15 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item, SearchItem
 
 from mneme.memory.dates import parse_time
 from mneme.memory.lexical import SPACES, Doc, LexicalIndex
 from mneme.memory.record import ARCHIVE, MEMORIES, namespace, user_label
 from mneme.memory.revision import USAGE, Log, read_log
 
-LIST_LIMIT = 1_000_000
-RECHECK_S = 5.0
+PAGE = 5_000
+"""Items read per store call when loading a user's index."""
+RECHECK_S = 30.0
 """How often (seconds) a user's per-space counts are compared with the store, to catch writes
 that bypassed the revision log. Only for stores that count cheaply (`count(namespace)`)."""
 MAX_USERS = 512
@@ -123,17 +124,24 @@ def index_lock(store: BaseStore, user_id: str) -> threading.RLock:
     return _mirror(base_store(store), user_id).lock
 
 
+def _listing(store: BaseStore, ns: tuple[str, ...]) -> list[SearchItem]:
+    """Every item of a namespace, read `PAGE` at a time (Chroma refuses one read of 100,000)."""
+    out: list[SearchItem] = []
+    while True:
+        page = store.search(ns, limit=PAGE, offset=len(out))
+        out.extend(page)
+        if len(page) < PAGE:
+            return out
+
+
 def _load(store: BaseStore, user_id: str, mirror: _Mirror, log: Log | None) -> None:
     """Read every memory, archived version and use count of a user into a new index."""
     index = LexicalIndex()
-    ops = [SearchOp(space_namespace(user_id, s), limit=LIST_LIMIT) for s in SPACES]
-    ops.append(SearchOp(namespace(USAGE, user_id), limit=LIST_LIMIT))
-    *spaces, usage = store.batch(ops)
-    for row in cast("list[SearchItem]", usage or []):
+    for row in _listing(store, namespace(USAGE, user_id)):
         _set_usage(index, row.key, row.value)
     docs = []
-    for space, items in zip(SPACES, spaces, strict=True):
-        for item in cast("list[SearchItem]", items or []):
+    for space in SPACES:
+        for item in _listing(store, space_namespace(user_id, space)):
             if item.value.get("user_id") in (None, user_id):  # identity comes from the namespace
                 docs.append(Doc.of(space, item.key, item.value))
     index.bulk(docs)

@@ -38,12 +38,12 @@ from mneme.memory.lexical import SPACES, Doc, LexicalIndex, check_filters, doc_a
 from mneme.memory.mirror import base_store, index_lock, lexical_index, repair, space_namespace
 from mneme.memory.rank import QueryEvidence, Ranking, rank
 from mneme.memory.record import Kind, MemoryHit, MemoryRecord
+from mneme.memory.repo import KINDS
 from mneme.memory.terms import is_chinese, terms
 
 if TYPE_CHECKING:
     from mneme.context import Context
 
-KINDS: tuple[Kind, ...] = ("profile", "semantic", "episodic")
 EXCLUDED_CAP = 200
 """Up to this many excluded memories in a space, the dense query is over-fetched by their count
 (exact, and no store filter); beyond it, the store filters by id inside the query."""
@@ -138,6 +138,69 @@ class Calibrator:
         mean, std = background
         z = (score - mean) / std
         return 1.0 / (1.0 + math.exp(-(z - self.z_mid) / self.z_scale))
+
+
+CHAT_Z_MID = 5.0
+CHAT_Z_SCALE = 0.4
+"""An episodic memory (a conversation turn, an event, a folded part of a thread) is compared
+with generic chit-chat (`data/chat_anchors.json`), and counts as relevant (0.5) at this many
+standard deviations above it. Chosen on LoCoMo's held-out conversations and the Chinese set
+against off-topic requests (docs/benchmarks.md). Facts and profile fields keep the
+`Calibrator` (0.5 at z = 2 against fact-like anchors): how similar a text is to a query depends
+on its style, so each memory is compared with generic memories of its own kind."""
+
+
+class ChatBackground:
+    """The query's similarity to generic chit-chat in its language (mean, spread), cached per model."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        data = json.loads(resources.files("mneme").joinpath("data", "chat_anchors.json").read_text("utf-8"))
+        self.embeddings = embeddings
+        self._texts = {"zh": list(data["zh"]), "en": list(data["en"])}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def background(self, query: str) -> tuple[float, float]:
+        """Mean and spread of the query's similarity to generic conversation turns."""
+        lang = "zh" if is_chinese(query) else "en"
+        with self._lock:
+            if lang not in self._vectors:
+                vecs = np.asarray(self.embeddings.embed_documents(self._texts[lang]), dtype=np.float32)
+                self._vectors[lang] = vecs / (np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-9)
+            anchors = self._vectors[lang]
+        q = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
+        sims = anchors @ (q / (np.linalg.norm(q) + 1e-9))
+        return float(sims.mean()), float(max(sims.std(), 0.01))
+
+
+_chat: weakref.WeakKeyDictionary[Any, ChatBackground] = weakref.WeakKeyDictionary()
+
+
+def dense_relevance(store: BaseStore, query: str, cosines: np.ndarray, episodic: np.ndarray) -> np.ndarray:
+    """Relevance (0..1) of dense hits: each compared with generic memories of its own kind.
+
+    Args:
+        store: The store (its embeddings embed the query and the anchors).
+        query: The query text.
+        cosines: Cosine similarity of each hit to the query.
+        episodic: Which hits are episodic (compared with chit-chat rather than facts).
+    """
+    cal = calibrator_for(store)
+    if cal is None:
+        return np.clip(cosines, 0.0, 1.0)
+    mean, std = cal.background(query)
+    short = 1.0 / (1.0 + np.exp(-((cosines - mean) / std - cal.z_mid) / cal.z_scale))
+    long_ = np.asarray(episodic, dtype=bool)
+    if not long_.any():
+        return short
+    with _cal_lock:
+        chat = _chat.get(cal.embeddings)
+        if chat is None:
+            chat = ChatBackground(cal.embeddings)
+            _chat[cal.embeddings] = chat
+    c_mean, c_std = chat.background(query)
+    long_rel = 1.0 / (1.0 + np.exp(-((cosines - c_mean) / c_std - CHAT_Z_MID) / CHAT_Z_SCALE))
+    return np.where(long_, long_rel, short)
 
 
 _calibrators: weakref.WeakKeyDictionary[Any, Calibrator] = weakref.WeakKeyDictionary()
@@ -237,7 +300,6 @@ def _evidence(
     found: _Found,
 ) -> tuple[list[QueryEvidence], np.ndarray]:
     mode = settings.ranking.mode
-    cal = calibrator_for(store) if mode != "lexical" else None
     raw: list[tuple[str, float, list[tuple[str, str, float, dict[str, Any]]]]] = []
     allowed = allowed_of()
     for text, weight in queries:
@@ -255,6 +317,7 @@ def _evidence(
         ev = QueryEvidence(text=text, weight=weight, chinese=is_chinese(text))
         slots: list[int] = []
         cosines: list[float] = []
+        episodic: list[bool] = []
         for space, key, score, value in sorted(hits, key=lambda h: h[2], reverse=True):
             slot = index.slot_of.get((space, key))
             if slot is None or not allowed[slot] or len(slots) >= settings.candidates * len(spaces):
@@ -262,15 +325,11 @@ def _evidence(
             found.values[(space, key)] = value
             slots.append(slot)
             cosines.append(score)
+            episodic.append(space == "episodic" or value.get("kind") == "episodic")
         if slots:
             ev.dense_slots = np.asarray(slots, dtype=np.int64)
             ev.dense_cos = np.asarray(cosines, dtype=np.float64)
-            if cal is not None:
-                mean, std = cal.background(text)
-                z = (ev.dense_cos - mean) / std
-                ev.dense_relevance = 1.0 / (1.0 + np.exp(-(z - cal.z_mid) / cal.z_scale))
-            else:
-                ev.dense_relevance = np.clip(ev.dense_cos, 0.0, 1.0)
+            ev.dense_relevance = dense_relevance(store, text, ev.dense_cos, np.asarray(episodic))
         if mode != "dense":
             scores = index.score(terms(text))
             ev.lexical = scores
