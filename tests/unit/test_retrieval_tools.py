@@ -12,7 +12,7 @@ from langgraph.store.memory import InMemoryStore
 from mneme.context import Context
 from mneme.memory.api import Memory
 from mneme.memory.repo import kind_namespace
-from mneme.memory.usage import use_of
+from mneme.memory.usage import flush_uses, use_of
 from mneme.nodes import make_tools, retrieve_memories
 from mneme.state import State
 from mneme.toolkit import default_tools
@@ -50,6 +50,7 @@ def test_search_shows_small_numbers_that_map_back(mem_store: InMemoryStore) -> N
     [shown] = reply["memories"]
     assert shown["ref"] == 1 and "cello" in shown["text"] and "id" not in shown
     assert memory.get(refs["1"], user_id="ann").text == shown["text"]
+    assert flush_uses()
     assert use_of(mem_store, "ann", refs["1"])[0] == 1
 
 
@@ -121,4 +122,5 @@ def test_injection_limits_and_use_counts(mem_store: InMemoryStore) -> None:
     kinds = [m["kind"] for m in out["memories"]]
     assert kinds.count("profile") == 1 and kinds.count("episodic") == 3
     assert out["memory_refs"] == {str(m["ref"]): m["id"] for m in out["memories"]}
+    assert flush_uses()
     assert all(use_of(mem_store, "ann", m["id"])[0] == 1 for m in out["memories"])

@@ -9,6 +9,9 @@ from there (`Context.w_use`), and they slow the decay of a memory's importance.
 
 from __future__ import annotations
 
+import atexit
+import logging
+import queue
 import threading
 from collections.abc import Iterable
 
@@ -16,6 +19,8 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from mneme.memory.record import check_user, namespace, now_iso
 from mneme.memory.revision import USAGE, apply_logged
+
+log = logging.getLogger("mneme.usage")
 
 _locks: dict[tuple[int, str], threading.Lock] = {}
 _guard = threading.Lock()
@@ -50,6 +55,82 @@ def record_use(store: BaseStore, user_id: str, memory_ids: Iterable[str]) -> Non
         apply_logged(store, ops)
 
 
+class _UseWriter:
+    """One background thread that writes use counts, so that counting never delays a turn.
+
+    A count costs two small store writes (about 20 to 60 ms on Chroma on disk); the turn only
+    puts the ids on a queue. Uses of the same user waiting together are written in one batch.
+    Counts still queued when the process exits are written by an exit hook (bounded wait).
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[BaseStore, str, list[str]] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, store: BaseStore, user_id: str, ids: list[str]) -> None:
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="mneme-use-counts", daemon=True)
+                self._thread.start()
+        self._queue.put((store, user_id, ids))
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            batch = [first]
+            while True:  # take whatever else is waiting, to write it together
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            merged: dict[tuple[int, str], tuple[BaseStore, str, list[str]]] = {}
+            for job in batch:
+                if job is None:
+                    continue
+                store, user, ids = job
+                key = (id(store), user)
+                if key in merged:
+                    merged[key][2].extend(ids)
+                else:
+                    merged[key] = (store, user, list(ids))
+            for store, user, ids in merged.values():
+                try:
+                    record_use(store, user, ids)
+                except Exception:  # a lost count must never break anything
+                    log.warning("could not record memory use for %s", user, exc_info=True)
+            for _ in batch:
+                self._queue.task_done()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued count is written (True), or `timeout` seconds (False)."""
+        done = threading.Event()
+
+        def wait() -> None:
+            self._queue.join()
+            done.set()
+
+        threading.Thread(target=wait, daemon=True).start()
+        return done.wait(timeout)
+
+
+_writer = _UseWriter()
+atexit.register(_writer.flush, 5.0)
+
+
+def note_use(store: BaseStore, user_id: str, memory_ids: Iterable[str]) -> None:
+    """Count one use of each memory in the background (returns at once); see `record_use`."""
+    check_user(user_id)
+    ids = [i for i in memory_ids if isinstance(i, str) and i]
+    if ids:
+        _writer.submit(store, user_id, ids)
+
+
+def flush_uses(timeout: float = 10.0) -> bool:
+    """Wait until every use counted with `note_use` is written (tests, shutdown)."""
+    return _writer.flush(timeout)
+
+
 def use_of(store: BaseStore, user_id: str, memory_id: str) -> tuple[int, str | None]:
     """(use count, last use time) of one memory."""
     item = store.get(namespace(USAGE, user_id), memory_id)
@@ -58,4 +139,4 @@ def use_of(store: BaseStore, user_id: str, memory_id: str) -> tuple[int, str | N
     return int(item.value.get("use_count", 0)), item.value.get("last_used_at")
 
 
-__all__ = ["record_use", "use_of"]
+__all__ = ["flush_uses", "note_use", "record_use", "use_of"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Any
 
@@ -13,11 +12,9 @@ from langgraph.store.base import BaseStore
 from mneme.context import Context, context_of
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
-from mneme.memory.usage import record_use
+from mneme.memory.usage import note_use
 from mneme.state import State
 from mneme.tokens import message_text
-
-log = logging.getLogger("mneme.retrieve")
 
 QUERY_CHARS = 300
 """Each query text is cut to this many characters: embedding cost grows with length
@@ -137,10 +134,5 @@ def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]
                 ref = len(refs) + 1
                 refs[str(ref)] = hit.id
                 memories.append(_row(hit, ref, person if group else "", person, is_profile))
-        used = [h.id for h in (*profile, *found)]
-        if used:
-            try:
-                record_use(store, person, used)
-            except Exception:  # counting is best effort: a failed count never fails the turn
-                log.warning("could not record memory use for %s", person, exc_info=True)
+        note_use(store, person, [h.id for h in (*profile, *found)])  # written in the background
     return {"memories": memories, "memory_refs": refs}

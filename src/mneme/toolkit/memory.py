@@ -9,7 +9,6 @@ number that is not in it is refused with an explanation, never guessed.
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
@@ -21,10 +20,8 @@ from mneme.context import Context
 from mneme.errors import MnemeError
 from mneme.memory.api import Memory
 from mneme.memory.record import MemoryRecord
-from mneme.memory.usage import record_use
+from mneme.memory.usage import note_use
 from mneme.toolkit.runtime import tool_user
-
-log = logging.getLogger("mneme.tools")
 
 MAX_SEARCH = 10
 """A search shows the model at most this many memories."""
@@ -117,11 +114,7 @@ def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> Command[Any]:
         {"ref": int(_new_ref(refs, memory_id)), "text": _shown(ctx, text), "kind": kind}
         for memory_id, text, kind in found
     ]
-    if found:
-        try:
-            record_use(store, user, [f[0] for f in found])
-        except Exception:  # counting is best effort
-            log.warning("could not record memory use", exc_info=True)
+    note_use(store, user, [f[0] for f in found])  # written in the background
     return _reply(runtime, {"memories": shown}, refs)
 
 
