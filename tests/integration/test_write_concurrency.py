@@ -91,7 +91,8 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
 def test_two_processes_writing_for_one_user_lose_and_duplicate_nothing(
     chroma_url: str, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    # passive OpenMP threads: two embedding processes on shared cores do not spin against each other
+    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "ANONYMIZED_TELEMETRY": "False"}
     procs = {
         tag: subprocess.Popen(
             [sys.executable, "-c", WRITER, chroma_url, str(tmp_path / f"home{tag}"), tag, str(WRITES)],
