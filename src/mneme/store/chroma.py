@@ -8,7 +8,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -41,6 +41,8 @@ _INDEXED = "_ix"  # whether the stored vector is a real embedding
 _FIELD = "f_"  # prefix of top-level scalar fields copied out of the value for filtering
 _OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"}
 _NS_KIND = "mneme-namespace"
+GET_PAGE = 10_000
+"""Rows read per Chroma `get`: one larger read fails past ~32,000 rows (SQLite's variable limit)."""
 
 
 def _now() -> datetime:
@@ -395,13 +397,7 @@ class ChromaStore(BaseStore):
         items: list[SearchItem] = []
         single = len(collections) == 1
         for ns, col in collections:
-            got = col.get(
-                where=where,
-                include=["metadatas"],
-                limit=op.limit if single else None,
-                offset=op.offset if single else None,
-            )
-            for key, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
+            for key, meta in _paged_get(col, where, op.limit if single else None, op.offset if single else 0):
                 item = self._item(ns, key, dict(meta))
                 items.append(
                     SearchItem(
@@ -450,3 +446,21 @@ def _matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
         else zip(reversed(ns), reversed(path), strict=False)
     )
     return all(p == "*" or a == p for a, p in pairs)
+
+
+def _paged_get(
+    col: Collection, where: Any, limit: int | None, offset: int
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """`(id, metadata)` of a collection's rows, read in pages of `GET_PAGE`.
+
+    Chroma answers a single `get` of more than about 32,000 rows with "too many SQL
+    variables"; a user with that many memories must still be listed.
+    """
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    while limit is None or len(out) < limit:
+        page = GET_PAGE if limit is None else min(GET_PAGE, limit - len(out))
+        got = col.get(where=where, include=["metadatas"], limit=page, offset=offset + len(out))
+        out += list(zip(got["ids"], got["metadatas"] or [], strict=False))
+        if len(got["ids"]) < page:
+            break
+    return out
