@@ -420,8 +420,8 @@ class Memory:
             include_history: Also return superseded versions (marked `current=False`).
             filters: Conditions on metadata keys, e.g. `{"topic": "travel"}` or
                 `{"dia_id": {"$in": ["D1:3", "D1:4"]}}`, or on record attributes
-                (`importance`, `confidence`, `sensitivity`, `subject`, `speaker`, `session_id`,
-                `created_at`, ...; `metadata.<key>` always means metadata). Operators: `$eq $ne
+                (`importance`, `confidence`, `sensitivity`, `subject`, `value`, `speaker`,
+                `session_id`, ...; `metadata.<key>` always means metadata). Operators: `$eq $ne
                 $gt $gte $lt $lte $in $nin`. Applied inside the query: the result is the best
                 `limit` among the memories that pass, never a filtered top-k.
             min_relevance: Drop hits whose absolute relevance (0..1) is below this.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,8 +50,6 @@ RECORD_FILTERS = frozenset(
         "value",
         "agent_id",
         "lang",
-        "created_at",
-        "updated_at",
         "session_id",
         "speaker",
     }
@@ -140,7 +139,7 @@ def _ts(at: datetime | None, default: float) -> float:
     return at.timestamp() if at is not None else default
 
 
-@dataclass
+@dataclass(slots=True)
 class Doc:
     """What the index keeps about one stored memory."""
 
@@ -187,8 +186,8 @@ class Doc:
             key=key,
             id=str(value.get("id") or key),
             content_hash=str(value.get("content_hash") or ""),
-            session=str(source["thread_id"]) if source.get("thread_id") else None,
-            speaker=str(speaker) if speaker else None,
+            session=sys.intern(str(source["thread_id"])) if source.get("thread_id") else None,
+            speaker=sys.intern(str(speaker)) if speaker else None,
             said=_ts(said_at(value), created),
             created=created,
             updated=_ts(parse_time(value.get("updated_at")), created),
@@ -196,10 +195,10 @@ class Doc:
             sensitivity=sensitivity,
             importance=importance,
             extras={
-                **{k: value.get(k) for k in RECORD_FILTERS if k in value},
-                "session_id": source.get("thread_id"),
-                "speaker": speaker,
-                "metadata": meta,
+                **{k: v for k in RECORD_FILTERS if (v := value.get(k)) is not None},
+                **({"session_id": source["thread_id"]} if source.get("thread_id") else {}),
+                **({"speaker": speaker} if speaker else {}),
+                **({"metadata": meta} if meta else {}),
             },
             terms=terms(text),
         )

@@ -14,7 +14,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -124,14 +124,19 @@ def index_lock(store: BaseStore, user_id: str) -> threading.RLock:
     return _mirror(base_store(store), user_id).lock
 
 
-def _listing(store: BaseStore, ns: tuple[str, ...]) -> list[SearchItem]:
-    """Every item of a namespace, read `PAGE` at a time (Chroma refuses one read of 100,000)."""
-    out: list[SearchItem] = []
+def _listing(store: BaseStore, ns: tuple[str, ...]) -> Iterator[SearchItem]:
+    """Every item of a namespace, read `PAGE` at a time.
+
+    Chroma refuses one read of 100,000 items, and a page is dropped once parsed, so loading
+    never holds every stored value at once.
+    """
+    offset = 0
     while True:
-        page = store.search(ns, limit=PAGE, offset=len(out))
-        out.extend(page)
+        page = store.search(ns, limit=PAGE, offset=offset)
+        yield from page
+        offset += len(page)
         if len(page) < PAGE:
-            return out
+            return
 
 
 def _load(store: BaseStore, user_id: str, mirror: _Mirror, log: Log | None) -> None:
