@@ -352,7 +352,13 @@ def section(result: dict[str, Any]) -> str:
         "",
     ]
     if result.get("partial_rerun"):
-        lines += [f"Re-run later than the rest: {', '.join(result['partial_rerun'])}.", ""]
+        lines += [
+            f"Re-run later than the rest ({result.get('partial_rerun_seconds', 0) / 60:.1f} minutes): "
+            f"{', '.join(result['partial_rerun'])}"
+            + (f" ({result['partial_rerun_reason']})" if result.get("partial_rerun_reason") else "")
+            + ".",
+            "",
+        ]
     lines += _locomo(result) + _tokens(result) + _scale(result) + _write_path(result) + _overhead(result)
     return "\n".join(lines).rstrip() + "\n\n"
 
