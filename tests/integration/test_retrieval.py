@@ -34,11 +34,12 @@ ENGLISH = [
 
 @pytest.fixture
 def memory(home: Path) -> Memory:
+    """Facts as the agent keeps them (`save`: semantic memories, stored as given)."""
     mem = Memory.open(home)
     for text in CHINESE:
-        mem.add(text, user_id="zh", infer=False)
+        mem.save(text, user_id="zh")
     for text in ENGLISH:
-        mem.add(text, user_id="en", infer=False)
+        mem.save(text, user_id="en")
     return mem
 
 
@@ -67,6 +68,28 @@ def test_an_english_paraphrase_finds_its_memory(memory: Memory) -> None:
 
 def test_languages_do_not_cross_users(memory: Memory) -> None:
     assert all(h.user_id == "en" for h in memory.search("我对什么过敏", user_id="en", limit=10))
+
+
+def test_conversation_turns_are_judged_against_chit_chat(home: Path) -> None:
+    """Verbatim turns pass the injection threshold when asked about, not for unrelated requests."""
+    mem = Memory.open(home)
+    turns = [
+        "Anna: We finally booked the cabin by the lake for the second week of August!",
+        "Ben: Nice, is it the one with the wooden sauna you showed me in the spring?",
+        "Anna: Yes, and it has a small rowing boat we can use every morning.",
+        "Ben: I have been learning to bake sourdough bread, my third loaf was actually good.",
+    ]
+    for text in turns:
+        mem.add(text, user_id="log", infer=False, session_id="s1")
+    ctx = Context(user_id="log")
+    for text, relevant in [
+        ("When is the trip to the lake cabin?", True),
+        ("What is the capital of Australia?", False),
+        ("How do I reverse a list in Python?", False),
+    ]:
+        state = State(messages=[HumanMessage(content=text, id="h")])
+        out = retrieve_memories(state, Runtime(context=ctx, store=mem.store))
+        assert bool(out["memories"]) is relevant, (text, [m["text"] for m in out["memories"]])
 
 
 @pytest.mark.parametrize(
