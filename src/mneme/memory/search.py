@@ -40,6 +40,7 @@ from mneme.memory.rank import QueryEvidence, Ranking, rank
 from mneme.memory.record import Kind, MemoryHit, MemoryRecord
 from mneme.memory.repo import KINDS
 from mneme.memory.terms import is_chinese, terms
+from mneme.store.chroma import EXACT_KEYS
 
 if TYPE_CHECKING:
     from mneme.context import Context
@@ -255,9 +256,16 @@ def _dense(
     text: str,
     spaces: list[str],
     want: int,
-) -> list[tuple[str, str, float, dict[str, Any]]]:
-    """Nearest memories of each space, enough of them that the filters cannot starve the result."""
+) -> list[tuple[str, str, float, dict[str, Any] | None]]:
+    """Nearest memories of each space, enough of them that the filters cannot starve the result.
+
+    Each hit is `(space, key, cosine, value)`; the value is None when the store answered with
+    keys and scores only (`ChromaStore.nearest`).
+    """
+    nearest = getattr(base_store(store), "nearest", None)
+    fast = callable(nearest) and "archive" not in spaces
     ops: list[SearchOp] = []
+    exact: dict[int, list[str]] = {}
     n = index.n
     space_col = index.cols["space"][:n]
     alive = index.cols["alive"][:n]
@@ -269,7 +277,14 @@ def _dense(
         excluded = int((in_space & ~allowed[:n]).sum())
         flt: dict[str, Any] | None = None
         limit = want + excluded
-        if excluded > EXCLUDED_CAP and space != "archive":
+        if fast and excluded and int((in_space & allowed[:n]).sum()) <= EXACT_KEYS:
+            # Few allowed: score them exactly (an HNSW query under a narrow filter can miss some).
+            keys = [index.doc(int(s)).key for s in np.nonzero(in_space & allowed[:n])[0]]
+            if not keys:
+                continue
+            exact[len(ops)] = keys
+            limit = want
+        elif excluded > EXCLUDED_CAP and space != "archive":
             ids_ok = [index.doc(int(s)).id for s in np.nonzero(in_space & allowed[:n])[0]]
             if not ids_ok:
                 continue
@@ -277,8 +292,15 @@ def _dense(
             flt = {"id": {"$in": ids_ok}} if len(ids_ok) <= len(ids_out) else {"id": {"$nin": ids_out}}
             limit = want
         ops.append(SearchOp(space_namespace(user_id, space), filter=flt, limit=min(limit, live), query=text))
-    out: list[tuple[str, str, float, dict[str, Any]]] = []
+    out: list[tuple[str, str, float, dict[str, Any] | None]] = []
     if not ops:
+        return out
+    if fast:
+        # Keys and scores only: the index knows these memories; `_read_back` reads the winners.
+        for i, op in enumerate(ops):
+            space = op.namespace_prefix[2]
+            pairs = nearest(op.namespace_prefix, text, op.limit, op.filter, keys=exact.get(i))  # type: ignore[misc]
+            out.extend((space, key, float(score), None) for key, score in pairs)
         return out
     for op, items in zip(ops, store.batch(ops), strict=True):
         space = "archive" if op.namespace_prefix[0] != "memories" else op.namespace_prefix[2]
@@ -300,7 +322,7 @@ def _evidence(
     found: _Found,
 ) -> tuple[list[QueryEvidence], np.ndarray]:
     mode = settings.ranking.mode
-    raw: list[tuple[str, float, list[tuple[str, str, float, dict[str, Any]]]]] = []
+    raw: list[tuple[str, float, list[tuple[str, str, float, dict[str, Any] | None]]]] = []
     allowed = allowed_of()
     for text, weight in queries:
         hits = (
@@ -308,8 +330,25 @@ def _evidence(
             if mode != "lexical"
             else []
         )
+        unknown = [
+            (space, key)
+            for space, key, _, value in hits
+            if value is None and (space, key) not in index.slot_of
+        ]
+        if unknown:  # written behind the revision log's back: read them to index them
+            got = store.batch([GetOp(space_namespace(user_id, sp), key) for sp, key in unknown])
+            fetched = {
+                sk: (item.value if isinstance(item, Item) else None)
+                for sk, item in zip(unknown, got, strict=True)
+            }
+            hits = [
+                (sp, key, score, fetched.get((sp, key), value) if value is None else value)
+                for sp, key, score, value in hits
+            ]
+            hits = [h for h in hits if h[3] is not None or (h[0], h[1]) in index.slot_of]
         for space, key, _, value in hits:  # the store is the truth: repair a stale index now
-            repair(index, space, key, value)
+            if value is not None:
+                repair(index, space, key, value)
         raw.append((text, weight, hits))
     allowed = allowed_of()  # repairs may have added slots
     evidence: list[QueryEvidence] = []
@@ -322,10 +361,11 @@ def _evidence(
             slot = index.slot_of.get((space, key))
             if slot is None or not allowed[slot] or len(slots) >= settings.candidates * len(spaces):
                 continue
-            found.values[(space, key)] = value
+            if value is not None:
+                found.values[(space, key)] = value
             slots.append(slot)
             cosines.append(score)
-            episodic.append(space == "episodic" or value.get("kind") == "episodic")
+            episodic.append(space == "episodic" or (value is not None and value.get("kind") == "episodic"))
         if slots:
             ev.dense_slots = np.asarray(slots, dtype=np.int64)
             ev.dense_cos = np.asarray(cosines, dtype=np.float64)

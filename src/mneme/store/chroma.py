@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import chromadb
+import numpy as np
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings
@@ -43,6 +44,8 @@ _OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"}
 _NS_KIND = "mneme-namespace"
 GET_PAGE = 10_000
 """Rows read per Chroma `get`: one larger read fails past ~32,000 rows (SQLite's variable limit)."""
+EXACT_KEYS = 2_000
+"""`nearest(keys=...)` scores at most this many items exactly (reading their vectors back)."""
 
 
 def _now() -> datetime:
@@ -351,6 +354,63 @@ class ChromaStore(BaseStore):
             metadatas.append(meta)
             documents.append(text or "")
         col.upsert(ids=keys, embeddings=embeddings, metadatas=metadatas, documents=documents)  # type: ignore[arg-type]
+
+    def nearest(
+        self,
+        namespace: tuple[str, ...],
+        query: str,
+        limit: int,
+        filter: dict[str, Any] | None = None,
+        *,
+        keys: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Keys and cosine scores of the `limit` nearest items of one namespace, best first.
+
+        The same ranking as a `SearchOp` on that namespace, without reading the values back:
+        a query that also returns the stored values costs about 8 ms more for 50 rows, so a
+        caller that already knows most items (the lexical index) reads only the few it keeps.
+
+        Args:
+            namespace: The exact namespace (its subnamespaces are not searched).
+            query: The text to embed and look up.
+            limit: How many to return at most.
+            filter: A `SearchOp`-style filter on the values.
+            keys: Only these items (at most `EXACT_KEYS` of them): scored exactly against
+                their stored vectors. An approximate index searched under a filter that lets
+                few items through can miss some of them; a short list read back cannot.
+        """
+        if self.embeddings is None or limit < 1:
+            return []
+        col = self._collection(tuple(namespace), create=False)
+        if col is None:
+            return []
+        qvec = self.embeddings.embed_query(query)
+        if keys is not None:
+            if len(keys) > EXACT_KEYS:
+                raise InputError(
+                    f"mneme: nearest() scores at most {EXACT_KEYS} keys exactly, got {len(keys)}"
+                )
+            if not keys:
+                return []
+            got = col.get(ids=list(keys), include=cast(Any, ["embeddings"]))
+            vectors = got.get("embeddings")
+            if vectors is None or len(got["ids"]) == 0:
+                return []
+            mat = np.asarray(vectors, dtype=np.float32)
+            q = np.asarray(qvec, dtype=np.float32)
+            norms = np.linalg.norm(mat, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+            scores = (mat @ q) / np.where(norms > 0, norms, 1.0)
+            order = np.argsort(-scores, kind="stable")[:limit]
+            return [(str(got["ids"][i]), float(scores[i])) for i in order if norms[i] > 0]
+        res = col.query(
+            query_embeddings=cast(Any, [qvec]),
+            n_results=limit,
+            where=translate_filter(filter),
+            include=["distances"],
+        )
+        dists = (res["distances"] or [[]])[0]
+        out = [(key, 1.0 - float(d)) for key, d in zip(res["ids"][0], dists, strict=False)]
+        return [(key, score) for key, score in out if math.isfinite(score)]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         where = translate_filter(op.filter)
