@@ -85,6 +85,31 @@ def test_a_later_statement_outranks_the_one_it_replaced(memory: Memory) -> None:
     assert abs(flat[0].score - flat[1].score) < hits[0].score - hits[1].score  # time made the difference
 
 
+def test_a_question_about_now_weighs_the_later_statement_more(memory: Memory) -> None:
+    """'目前/still/currently' asks for the current state: the gap between old and new widens."""
+    old = turn(memory, "u", "我每天傍晚去公园跳广场舞", said_at="2023-11-05T09:00:00")
+    new = turn(memory, "u", "不跳广场舞了，改学太极拳", said_at="2024-06-15T19:00:00")
+    plain = memory.search("她靠什么活动健身", user_id="u", limit=2)
+    now = memory.search("她目前靠什么活动健身", user_id="u", limit=2)
+    assert {h.id for h in plain} == {h.id for h in now} == {old, new}
+    assert now[0].id == new
+    gap = {h.id: h.score for h in now}[new] - {h.id: h.score for h in now}[old]
+    assert gap > {h.id: h.score for h in plain}[new] - {h.id: h.score for h in plain}[old]
+    same = Memory(memory.store, context=Context(w_recency_present=0.1))
+    assert [h.score for h in same.search("她目前靠什么活动健身", user_id="u", limit=2)] != [
+        h.score for h in now
+    ]
+
+
+def test_the_present_cue_is_read_in_both_languages() -> None:
+    from mneme.memory.dates import asks_present
+
+    assert asks_present("小林目前在什么地方办公？") and asks_present("老赵的店现在还营业吗")
+    assert asks_present("Does she still play the violin?") and asks_present("Where does he currently live?")
+    assert not asks_present("阿杰去年在学什么？") and not asks_present("What did Ben buy at the market?")
+    assert not asks_present("你喜欢咖啡还是茶")  # "还是" is "or" here
+
+
 def test_memories_that_keep_being_used_gain_weight(memory: Memory) -> None:
     a = turn(memory, "u", "Likes jasmine tea in the morning", session="a")
     b = turn(memory, "u", "Likes jasmine tea in the evening", session="b")
@@ -180,3 +205,12 @@ def test_bad_search_input_gets_a_clear_error(memory: Memory, kwargs: dict[str, A
     args = {"query": "x", "user_id": "u", **kwargs}
     with pytest.raises(InputError, match=message):
         memory.search(args.pop("query"), **args)
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [{"w_recency": 0.5, "w_importance": 0.3, "w_use": 0.2}, {"w_recency_present": 0.95, "w_importance": 0.1}],
+)
+def test_ranking_weights_that_leave_no_room_for_relevance_are_refused(weights: dict[str, float]) -> None:
+    with pytest.raises(InputError, match="below 1"):
+        Context(**weights)  # type: ignore[arg-type]

@@ -169,4 +169,20 @@ def said_at(value: dict[str, Any]) -> datetime | None:
     return None
 
 
-__all__ = ["Period", "parse_time", "periods", "said_at"]
+_PRESENT = re.compile(
+    r"现在|目前|如今|眼下|近来|最近|这阵子|这段时间|当前|还在|仍然|依然|接下来|"
+    r"\b(?:now|nowadays|currently|current|these days|still|anymore|any more|latest|at the moment|at present)\b",
+    re.I,
+)
+
+
+def asks_present(query: str) -> bool:
+    """Whether a query asks how things stand now ("目前在哪里办公", "does she still...").
+
+    Such a question wants the latest of several statements about the same thing, so the
+    search weighs recency more for it (`Context.w_recency_present`).
+    """
+    return bool(_PRESENT.search(query))
+
+
+__all__ = ["Period", "asks_present", "parse_time", "periods", "said_at"]

@@ -7,7 +7,7 @@ from `Context` through `Ranking`; `docs/benchmarks.md` says how each default was
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, time
 from typing import Literal
 
@@ -44,6 +44,7 @@ class Ranking:
     w_date: float = 2.0
     date_slack_days: int = 3
     w_recency: float = 0.1
+    w_recency_present: float = 0.2
     w_importance: float = 0.1
     w_use: float = 0.05
     recency_half_life_days: float = 30.0
@@ -158,6 +159,7 @@ def rank(
     periods: list[Period],
     speakers: list[int],
     lexical_candidates: int,
+    present: bool = False,
 ) -> Ranked:
     """Rank the candidates of one search, best first.
 
@@ -170,6 +172,8 @@ def rank(
         periods: Periods the newest query names (said-time matching).
         speakers: Speaker codes the newest query names (boosted when exactly one).
         lexical_candidates: How many lexical hits each query contributes.
+        present: The newest query asks how things stand now (recency weighs
+            `w_recency_present` instead of `w_recency`).
 
     Returns:
         Every candidate with its final score and its absolute relevance, best first.
@@ -234,6 +238,8 @@ def rank(
             score += ranking.w_session * _session_boost(index.cols["session"][slots], base[slots])
         if ranking.w_speaker and len(speakers) == 1:
             score += ranking.w_speaker * (index.cols["speaker"][slots] == speakers[0])
+    if present:
+        ranking = replace(ranking, w_recency=ranking.w_recency_present)
     return _final(index, slots, score, rel, ranking, now)
 
 

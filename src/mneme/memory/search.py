@@ -33,7 +33,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 
-from mneme.memory.dates import periods
+from mneme.memory.dates import asks_present, periods
 from mneme.memory.lexical import SPACES, Doc, LexicalIndex, check_filters, doc_allowed
 from mneme.memory.mirror import base_store, index_lock, lexical_index, repair, space_namespace
 from mneme.memory.rank import QueryEvidence, Ranking, rank
@@ -85,6 +85,7 @@ class SearchSettings:
             w_date=ctx.w_date,
             date_slack_days=ctx.date_slack_days,
             w_recency=ctx.w_recency,
+            w_recency_present=ctx.w_recency_present,
             w_importance=ctx.w_importance,
             w_use=ctx.w_use,
             recency_half_life_days=ctx.recency_half_life_days,
@@ -481,6 +482,7 @@ def search(
             periods=periods(newest) if context else [],
             speakers=index.named_speakers(newest) if context else [],
             lexical_candidates=settings.candidates * 2,
+            present=context and asks_present(newest),
         )
         keep = ranked.relevance >= settings.min_relevance
         # Read back at most what could be needed: the limit, and a margin for stale entries.
