@@ -116,8 +116,11 @@ def locomo_recall(name: str, emb: Embeddings) -> dict[str, object]:
     from benchmarks.embed_cache import CachedEmbeddings
     from benchmarks.locomo import conversations, evaluate
     from benchmarks.systems import MnemeSystem
+    from mneme.context import Context
 
-    system = MnemeSystem(name, embeddings=CachedEmbeddings(emb, name))
+    system = MnemeSystem(
+        name, embeddings=CachedEmbeddings(emb, name), context=Context(retrieval_mode="dense")
+    )
     result = evaluate(system, conversations())
     return {k: result[k] for k in ("recall@5", "recall@10", "recall@25", "search_ms_p50", "search_ms_p95")}
 
