@@ -113,3 +113,24 @@ def test_data_survives_reopening(tmp_path, embeddings) -> None:
     item = again.get(("memories", "eve"), "k")
     assert item is not None and item.value["text"] == "remember me"
     assert again.search(("memories", "eve"), query="remember")[0].key == "k"
+
+
+def test_nearest_ranks_like_search_and_scores_a_short_list_exactly(chroma_store: ChromaStore) -> None:
+    ns = ("memories", "erin", "episodic")
+    texts = {"tea": "erin likes green tea", "car": "erin drives a red car", "cat": "erin has a grey cat"}
+    for key, text in texts.items():
+        chroma_store.put(ns, key, {"text": text})
+    chroma_store.put(ns, "blank", {"text": "green tea"}, index=False)
+    searched = [
+        (h.key, round(h.score or 0.0, 4)) for h in chroma_store.search(ns, query="green tea", limit=3)
+    ]
+    near = [(k, round(s, 4)) for k, s in chroma_store.nearest(ns, "green tea", 3)]
+    assert near == searched and near[0][0] == "tea"
+    exact = chroma_store.nearest(ns, "green tea", 5, keys=["car", "cat", "blank"])
+    everything = [
+        (h.key, round(h.score or 0.0, 4)) for h in chroma_store.search(ns, query="green tea", limit=10)
+    ]
+    assert [(k, round(s, 4)) for k, s in exact] == [(k, s) for k, s in everything if k in {"car", "cat"}]
+    assert chroma_store.nearest(("memories", "nobody", "episodic"), "tea", 3) == []
+    with pytest.raises(InputError, match="at most"):
+        chroma_store.nearest(ns, "tea", 3, keys=[f"k{i}" for i in range(2_001)])

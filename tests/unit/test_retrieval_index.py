@@ -142,3 +142,21 @@ def test_writes_that_bypass_the_log_are_repaired_when_seen(mem_store: InMemorySt
     index = mirror.lexical_index(mem_store, "u")
     scores = index.score(terms("triathlon"))
     assert scores.bm25.max() > 0  # the dense hit repaired the index
+
+
+def test_a_chroma_hit_the_index_never_saw_is_read_and_indexed(chroma_store: ChromaStore) -> None:
+    """Dense candidates come back as keys only; one the index does not know is read, then kept."""
+    memory = Memory(chroma_store)
+    memory.save("Is training for a marathon", user_id="u")
+    assert memory.search("marathon", user_id="u")
+    record = memory.get(memory.save("Keeps bees on the roof", user_id="u").id or "", user_id="u")
+    hand = {
+        **record.to_store(),
+        "id": "hand-written",
+        "text": "Is learning to sail a dinghy",
+        "content_hash": "y",
+    }
+    chroma_store.put(kind_namespace("u", "semantic"), "hand-written", hand, index=["text"])  # no revision
+    hits = memory.search("learning to sail a dinghy", user_id="u")
+    assert hits and hits[0].text == "Is learning to sail a dinghy"
+    assert ("semantic", "hand-written") in mirror.lexical_index(chroma_store, "u").slot_of

@@ -406,11 +406,16 @@ class ChromaStore(BaseStore):
             query_embeddings=cast(Any, [qvec]),
             n_results=limit,
             where=translate_filter(filter),
-            include=["distances"],
+            include=cast(Any, ["distances", "embeddings"]),  # vectors: +1.4 ms, metadata: +8 ms
         )
         dists = (res["distances"] or [[]])[0]
-        out = [(key, 1.0 - float(d)) for key, d in zip(res["ids"][0], dists, strict=False)]
-        return [(key, score) for key, score in out if math.isfinite(score)]
+        vecs = res["embeddings"][0] if res["embeddings"] is not None else [None] * len(dists)
+        out = []
+        for key, dist, vec in zip(res["ids"][0], dists, vecs, strict=False):
+            # An item put with index=False holds a zero vector: it is never similar to anything.
+            if math.isfinite(float(dist)) and (vec is None or np.any(np.asarray(vec))):
+                out.append((key, 1.0 - float(dist)))
+        return out
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         where = translate_filter(op.filter)
