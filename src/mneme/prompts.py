@@ -57,6 +57,15 @@ RECAP_LINE = "- [{date}] {text}"
 SESSION_RECAP = 'Session "{title}". Topic: {topic}.{facts}{decisions}{open_items}'
 """The extractive session summary stored as an episodic memory when a session ends or goes idle."""
 
+SESSION_RECAP_ZH = "会话「{title}」。主题：{topic}。{facts}{decisions}{open_items}"
+"""The same for a session held in Chinese."""
+
+RECAP_PARTS = {
+    "en": {"facts": " Facts: {0}.", "decisions": " Settled: {0}.", "open_items": " Open: {0}.", "sep": ", "},
+    "zh": {"facts": "要点：{0}。", "decisions": "已确定：{0}。", "open_items": "待办：{0}。", "sep": "，"},
+}
+"""The labelled parts of an extractive recap, per language."""
+
 SESSION_RECAP_PROMPT = (
     "Summarize this finished support session for the assistant's next session with the same "
     "user, in the language of the conversation, in at most {max_words} words, as three short "

@@ -16,6 +16,7 @@ from langgraph.store.base import BaseStore
 from mneme import prompts
 from mneme.memory.record import Source, now_iso
 from mneme.memory.repo import Repo
+from mneme.memory.terms import is_chinese
 from mneme.memory.write import WriteContext, Writer
 from mneme.tokens import message_text
 
@@ -76,16 +77,18 @@ def recap_text(
         if isinstance(msg, AIMessage) and not msg.tool_calls:
             text = _reply_text(msg)
             if text and _SETTLED.search(text):
-                settled.append(f"Assistant: {text}")
+                settled.append(text)
     decisions = [_clip(s, LINE_CHARS).rstrip("。.!！") for s in dict.fromkeys(settled)][-DECISION_LINES:]
-    facts = ", ".join(f"{k} {v}" for k, v in slots.items())
+    lang = "zh" if is_chinese(title) else "en"
+    parts = prompts.RECAP_PARTS[lang]
+    facts = parts["sep"].join(f"{k} {v}" for k, v in slots.items())
     pending = str(task.get("pending_action") or "")
-    text = prompts.SESSION_RECAP.format(
+    text = (prompts.SESSION_RECAP_ZH if lang == "zh" else prompts.SESSION_RECAP).format(
         title=_clip(title, 60),
         topic=intent,
-        facts=f" Facts: {facts}." if facts else "",
-        decisions=(" Settled: " + " | ".join(decisions) + ".") if decisions else "",
-        open_items=f" Open: {pending}." if pending else "",
+        facts=parts["facts"].format(facts) if facts else "",
+        decisions=parts["decisions"].format(" | ".join(decisions)) if decisions else "",
+        open_items=parts["open_items"].format(pending) if pending else "",
     )
     return _clip(text, RECAP_CHARS)
 

@@ -103,3 +103,21 @@ def test_recaps_can_be_switched_off(mem_store: InMemoryStore) -> None:
     _ask(graph, "alice", "a1", ORDER)
     out = _ask(graph, "alice", "a2", "你好", recap_sessions=0)
     assert out["recaps"] == [] and _recap_memories(mem_store, "alice") == []
+
+
+def test_a_recap_is_written_in_the_language_of_the_session() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from mneme.recap import recap_text
+
+    task = {"intent": "order_status", "slots": {"order_id": "20240508001"}, "pending_action": "退货取件"}
+    zh = recap_text(
+        title="你好，我昨天买了一个蓝牙耳机，发货了吗？",
+        summary="",
+        task=task,
+        messages=[HumanMessage("发货了吗？"), AIMessage("您的订单 20240508001 已发货。")],
+    )
+    assert zh.startswith("会话「你好，我昨天买了一个蓝牙耳机") and "要点：order_id 20240508001" in zh
+    assert "待办：退货取件" in zh and "Topic" not in zh and "Facts" not in zh
+    en = recap_text(title="Where is my order?", summary="", task=task, messages=[])
+    assert en.startswith('Session "Where is my order?". Topic: order_status. Facts: order_id 20240508001.')
