@@ -289,6 +289,7 @@ def main() -> None:
             "w_date",
             "date_slack_days",
             "w_recency",
+            "w_recency_present",
             "w_importance",
             "w_use",
         )
