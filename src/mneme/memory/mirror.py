@@ -6,16 +6,29 @@ was built and which keys; those are re-read, or everything is reloaded when the 
 far behind. Writers that bypass `Repo` (a store edited by hand, a namespace dropped) are caught
 by comparing per-space counts with the store every `RECHECK_S` seconds, and a search that finds
 a memory the index does not know (or no longer has) repairs the index on the spot.
+
+Loading a large user's index reads every record (about 0.3 s per 1,000 memories), so a store
+that has a folder for derived data (`ChromaStore.open`: `snapshot_dir`) keeps a snapshot of
+each large index there, tagged with the revision it reflects: written when the process exits
+(or by `save_snapshot`), read at the next process's first search and brought up to date from
+the revision log like an index in memory. A snapshot the log cannot bring up to date is
+ignored. Writing one takes a few seconds at 100,000 memories, so it never happens in a search.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import logging
+import os
+import pickle
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, SearchItem
@@ -32,6 +45,12 @@ RECHECK_S = 30.0
 that bypassed the revision log. Only for stores that count cheaply (`count(namespace)`)."""
 MAX_USERS = 512
 """Indexes kept per store (least recently searched users are dropped first)."""
+SNAPSHOT_MIN = 5_000
+"""Indexes of at least this many live memories are snapshotted (smaller ones load in < 1.5 s)."""
+SNAPSHOT_FORMAT = 1
+"""Bumped whenever `LexicalIndex` changes shape: older snapshots are then ignored."""
+
+logger = logging.getLogger(__name__)
 
 
 def base_store(store: BaseStore) -> BaseStore:
@@ -58,6 +77,10 @@ class _Mirror:
     lock: threading.RLock = field(default_factory=threading.RLock)
     loads: int = 0
     """Full loads so far (tests and benchmarks read it)."""
+    restores: int = 0
+    """Loads from a snapshot so far."""
+    saved_rev: str | None = None
+    """The revision of the last snapshot written or read (nothing to save while it is `rev`)."""
 
 
 _mirrors: weakref.WeakKeyDictionary[BaseStore, OrderedDict[str, _Mirror]] = weakref.WeakKeyDictionary()
@@ -85,6 +108,11 @@ def loads(store: BaseStore, user_id: str) -> int:
     return _mirror(base_store(store), user_id).loads
 
 
+def restores(store: BaseStore, user_id: str) -> int:
+    """How many times a user's index was read from a snapshot (for tests and benchmarks)."""
+    return _mirror(base_store(store), user_id).restores
+
+
 def lexical_index(store: BaseStore, user_id: str) -> LexicalIndex:
     """The user's lexical index, brought up to date with the store.
 
@@ -100,7 +128,9 @@ def lexical_index(store: BaseStore, user_id: str) -> LexicalIndex:
     with mirror.lock:
         label = user_label(user_id)
         log = read_log(store, label)
-        if mirror.index is None or (log is None and mirror.rev is not None):
+        if mirror.index is None and _restore(store, user_id, mirror, log):
+            pass
+        elif mirror.index is None or (log is None and mirror.rev is not None):
             _load(store, user_id, mirror, log)
         elif log is not None and log.rev != mirror.rev:
             revisions = log.since(mirror.rev) if mirror.rev is not None else None
@@ -193,6 +223,101 @@ def _counts_match(store: BaseStore, user_id: str, index: LexicalIndex) -> bool:
     return all(count(space_namespace(user_id, s)) == index.count(s) for s in SPACES)
 
 
+def _snapshot_file(store: BaseStore, user_id: str) -> Path | None:
+    folder = getattr(store, "snapshot_dir", None)
+    if not isinstance(folder, Path) or not folder.parent.is_dir():  # the store's folder is gone
+        return None
+    name = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:40]
+    return folder / "lexical" / f"{name}.pkl"
+
+
+def save_snapshot(store: BaseStore, user_id: str) -> bool:
+    """Write a user's index to the store's folder for derived data, if it is worth keeping.
+
+    Args:
+        store: The store (only one with a `snapshot_dir` keeps snapshots).
+        user_id: Whose index.
+
+    Returns:
+        Whether a snapshot was written (not when the index is small, has no revision, or is
+        already saved at its revision).
+    """
+    store = base_store(store)
+    path = _snapshot_file(store, user_id)
+    if path is None:
+        return False
+    mirror = _mirror(store, user_id)
+    with mirror.lock:
+        index = mirror.index
+        if index is None or mirror.rev is None or mirror.saved_rev == mirror.rev or index.size < SNAPSHOT_MIN:
+            return False
+        data = {"format": SNAPSHOT_FORMAT, "user": user_id, "rev": mirror.rev, "index": index}
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tmp.open("wb") as f:
+                pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)  # atomic: a reader sees the old snapshot or the new one
+        except OSError as exc:
+            logger.warning("mneme: could not save the lexical index of %s: %s", user_id, exc)
+            tmp.unlink(missing_ok=True)
+            return False
+        mirror.saved_rev = mirror.rev
+        return True
+
+
+def _restore(store: BaseStore, user_id: str, mirror: _Mirror, log_now: Log | None) -> bool:
+    """Read a user's index from its snapshot and catch it up with the log; False if unusable.
+
+    The snapshot is a pickle in the store's own data folder (derived data: whoever can write
+    there can already change the memories themselves).
+    """
+    path = _snapshot_file(store, user_id)
+    if path is None or log_now is None or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as f:
+            data = pickle.load(f)  # the store's own folder: see the docstring
+    except Exception as exc:  # a truncated or foreign file: rebuild from the store
+        logger.warning("mneme: ignoring the unreadable lexical index snapshot %s: %s", path, exc)
+        return False
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != SNAPSHOT_FORMAT
+        or data.get("user") != user_id
+        or not isinstance(data.get("index"), LexicalIndex)
+    ):
+        return False
+    rev = str(data.get("rev"))
+    revisions = [] if rev == log_now.rev else log_now.since(rev)
+    if revisions is None or any(r.keys is None for r in revisions):
+        return False  # too far behind: a full load (and a new snapshot at exit)
+    index: LexicalIndex = data["index"]
+    if revisions:
+        _refresh(store, user_id, index, {k for r in revisions for k in (r.keys or [])})
+    if not _counts_match(store, user_id, index):
+        return False
+    mirror.index = index
+    mirror.rev = log_now.rev
+    mirror.saved_rev = rev
+    mirror.checked = time.monotonic()
+    mirror.restores += 1
+    return True
+
+
+@atexit.register
+def _save_all() -> None:
+    """At exit, snapshot every large index that changed since its last snapshot."""
+    for store, users in list(_mirrors.items()):
+        if getattr(store, "snapshot_dir", None) is None:
+            continue
+        for user_id in list(users):
+            try:
+                save_snapshot(store, user_id)
+            except Exception as exc:  # never fail an exit over derived data
+                logger.warning("mneme: could not save the lexical index of %s: %s", user_id, exc)
+
+
 def repair(index: LexicalIndex, space: str, key: str, value: dict[str, Any] | None) -> None:
     """Bring one memory of an index in line with what the store just returned (None: gone)."""
     if value is None:
@@ -204,4 +329,13 @@ def repair(index: LexicalIndex, space: str, key: str, value: dict[str, Any] | No
         index.upsert(space, key, value)
 
 
-__all__ = ["base_store", "index_lock", "lexical_index", "loads", "repair", "space_namespace"]
+__all__ = [
+    "base_store",
+    "index_lock",
+    "lexical_index",
+    "loads",
+    "repair",
+    "restores",
+    "save_snapshot",
+    "space_namespace",
+]

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, cast
 
 import chromadb
@@ -148,6 +149,9 @@ class ChromaStore(BaseStore):
         self._lock = threading.RLock()
         self._collections: dict[tuple[str, ...], Collection] = {}
         self._registry_at = 0.0
+        self.snapshot_dir: Path | None = None
+        """A folder for data derived from this store (the read path's index snapshots); set
+        by `open` inside the store's folder, None for a Chroma server."""
 
     @classmethod
     def open(cls, path: str, *, index: IndexConfig | None = None) -> ChromaStore:
@@ -158,7 +162,9 @@ class ChromaStore(BaseStore):
         client = chromadb.PersistentClient(
             path=path, settings=Settings(anonymized_telemetry=False, allow_reset=False)
         )
-        return cls(client, index=index)
+        store = cls(client, index=index)
+        store.snapshot_dir = Path(path) / "mneme-derived"
+        return store
 
     @classmethod
     def connect(cls, url: str, *, index: IndexConfig | None = None) -> ChromaStore:

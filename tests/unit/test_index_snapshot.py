@@ -1,0 +1,113 @@
+"""Lexical index snapshots: a large user's index is read back at the next start, never stale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mneme.memory import mirror, revision
+from mneme.memory.api import Memory
+from mneme.store.chroma import ChromaStore
+from tests.fakes import HashEmbeddings
+
+
+def reopen(path: Path, embeddings: HashEmbeddings) -> ChromaStore:
+    """Another store object on the same folder: what a new process sees (its own index cache)."""
+    return ChromaStore.open(
+        str(path), index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]}
+    )
+
+
+def snapshots(store: ChromaStore) -> list[Path]:
+    assert store.snapshot_dir is not None
+    return sorted((store.snapshot_dir / "lexical").glob("*.pkl"))
+
+
+@pytest.fixture
+def small_min(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mirror, "SNAPSHOT_MIN", 2)
+
+
+def stock(memory: Memory) -> None:
+    for text in ("Keeps bees on the roof", "Is training for a marathon", "Plays the cello on Sundays"):
+        memory.save(text, user_id="u")
+
+
+def test_a_restarted_process_reads_the_snapshot_and_catches_up(
+    tmp_path: Path, embeddings: HashEmbeddings, small_min: None
+) -> None:
+    first = reopen(tmp_path / "c", embeddings)
+    memory = Memory(first)
+    stock(memory)
+    assert memory.search("bees", user_id="u")  # first search: full load, no snapshot yet
+    assert mirror.loads(first, "u") == 1 and snapshots(first) == []
+    assert mirror.save_snapshot(first, "u") and len(snapshots(first)) == 1  # what exit does
+    assert not mirror.save_snapshot(first, "u")  # nothing changed since
+    memory.save("Learns to sail a dinghy", user_id="u")  # after the snapshot: in the log only
+    cello = next(m for m in memory.get_all(user_id="u") if "cello" in m.text)
+    memory.delete(cello.id, user_id="u")
+
+    second = reopen(tmp_path / "c", embeddings)
+    later = Memory(second)
+    assert later.search("sail a dinghy", user_id="u")[0].text == "Learns to sail a dinghy"
+    assert all("cello" not in h.text for h in later.search("cello on Sundays", user_id="u", limit=10))
+    assert mirror.restores(second, "u") == 1 and mirror.loads(second, "u") == 0
+
+
+def test_small_indexes_are_not_snapshotted(chroma_store: ChromaStore) -> None:
+    memory = Memory(chroma_store)
+    stock(memory)
+    assert memory.search("bees", user_id="u")
+    mirror._save_all()
+    assert snapshots(chroma_store) == []
+
+
+def test_an_unreadable_snapshot_is_ignored(
+    tmp_path: Path, embeddings: HashEmbeddings, small_min: None
+) -> None:
+    first = reopen(tmp_path / "c", embeddings)
+    stock(Memory(first))
+    assert Memory(first).search("bees", user_id="u")
+    mirror._save_all()
+    [snap] = snapshots(first)
+    snap.write_bytes(b"not a pickle")
+    second = reopen(tmp_path / "c", embeddings)
+    assert Memory(second).search("bees", user_id="u")[0].text == "Keeps bees on the roof"
+    assert mirror.restores(second, "u") == 0 and mirror.loads(second, "u") == 1
+    mirror._save_all()
+    assert snap.read_bytes() != b"not a pickle"  # replaced by a good one at exit
+
+
+def test_a_snapshot_the_log_cannot_catch_up_is_ignored(
+    tmp_path: Path, embeddings: HashEmbeddings, small_min: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(revision, "LOG_LENGTH", 2)
+    first = reopen(tmp_path / "c", embeddings)
+    memory = Memory(first)
+    stock(memory)
+    assert memory.search("bees", user_id="u")
+    mirror._save_all()
+    for text in ("Owns a red kayak", "Grows tomatoes", "Reads Borges"):  # 3 revisions > 2 kept
+        memory.save(text, user_id="u")
+    second = reopen(tmp_path / "c", embeddings)
+    assert Memory(second).search("red kayak", user_id="u")[0].text == "Owns a red kayak"
+    assert mirror.restores(second, "u") == 0 and mirror.loads(second, "u") == 1
+
+
+def test_changed_indexes_are_saved_at_exit(
+    tmp_path: Path, embeddings: HashEmbeddings, small_min: None
+) -> None:
+    first = reopen(tmp_path / "c", embeddings)
+    memory = Memory(first)
+    stock(memory)
+    assert memory.search("bees", user_id="u")
+    mirror._save_all()
+    before = snapshots(first)[0].stat().st_mtime_ns
+    memory.save("Owns a red kayak", user_id="u")
+    assert memory.search("kayak", user_id="u")  # the index in memory caught up; the file did not
+    mirror._save_all()
+    assert snapshots(first)[0].stat().st_mtime_ns != before
+    second = reopen(tmp_path / "c", embeddings)
+    assert Memory(second).search("kayak", user_id="u")[0].text == "Owns a red kayak"
+    assert mirror.restores(second, "u") == 1
