@@ -66,6 +66,31 @@ RECAP_PARTS = {
 }
 """The labelled parts of an extractive recap, per language."""
 
+RECAP_WORDS_ZH = {
+    "chat": "闲聊",
+    "order_status": "订单状态",
+    "return": "退货",
+    "change_address": "修改地址",
+    "forget": "删除记忆",
+    "preference": "偏好",
+    "order_id": "订单号",
+    "shipped": "已发货",
+    "delivered": "已签收",
+    "processing": "备货中",
+    "address": "地址",
+    "date": "日期",
+    "amount": "金额",
+}
+"""Task-state words (intents, slot names, order states) as a Chinese recap shows them."""
+
+RECAP_PENDING_ZH = {
+    "order_status": "查询订单 {order_id} 的状态",
+    "return": "说明订单 {order_id} 如何退货",
+    "change_address": "修改订单 {order_id} 的收货地址",
+    "forget": "删除用户要求忘掉的信息",
+}
+"""A session's open item in a Chinese recap, by intent (the task state keeps it in English for the model)."""
+
 SESSION_RECAP_PROMPT = (
     "Summarize this finished support session for the assistant's next session with the same "
     "user, in the language of the conversation, in at most {max_words} words, as three short "

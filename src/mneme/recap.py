@@ -81,8 +81,12 @@ def recap_text(
     decisions = [_clip(s, LINE_CHARS).rstrip("。.!！") for s in dict.fromkeys(settled)][-DECISION_LINES:]
     lang = "zh" if is_chinese(title) else "en"
     parts = prompts.RECAP_PARTS[lang]
-    facts = parts["sep"].join(f"{k} {v}" for k, v in slots.items())
+    words = prompts.RECAP_WORDS_ZH if lang == "zh" else {}
+    facts = parts["sep"].join(f"{words.get(k, k)} {words.get(str(v), v)}" for k, v in slots.items())
     pending = str(task.get("pending_action") or "")
+    if pending and lang == "zh" and intent in prompts.RECAP_PENDING_ZH and "order_id" in slots:
+        pending = prompts.RECAP_PENDING_ZH[intent].format(order_id=slots["order_id"])
+    intent = words.get(intent, intent)
     text = (prompts.SESSION_RECAP_ZH if lang == "zh" else prompts.SESSION_RECAP).format(
         title=_clip(title, 60),
         topic=intent,

@@ -55,3 +55,19 @@ def test_recalls_memories_in_english() -> None:
 def test_is_honest_when_it_cannot_answer() -> None:
     reply = ask(SystemMessage(content="s"), HumanMessage(content="Explain quantum chromodynamics"))
     assert "offline" in reply.content and "OPENAI_API_KEY" in reply.content
+
+
+def test_a_new_session_follows_up_on_the_last_one() -> None:
+    from mneme import prompts
+
+    line = prompts.RECAP_LINE.format(
+        date="2026-11-29",
+        text="会话「你好，我买了耳机」。主题：order_status。要点：order_id 20240508001，order_status shipped。",
+    )
+    system = SystemMessage(content="sys\n" + prompts.RECAP_BLOCK.format(recaps=line))
+    reply = ask(system, HumanMessage(content="你好"))
+    assert "上次（2026-11-29）我们聊到：主题：order_status。要点：order_id 20240508001" in reply.content
+    assert "会话「" not in reply.content
+    later = ask(system, HumanMessage(content="你好"), AIMessage(content="您好"), HumanMessage(content="你好"))
+    assert "上次" not in later.content  # only when the session starts
+    assert "上次" not in ask(SystemMessage(content="sys"), HumanMessage(content="你好")).content

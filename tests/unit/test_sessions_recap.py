@@ -47,7 +47,10 @@ def test_a_new_session_starts_with_last_sessions_summary(mem_store: InMemoryStor
     assert "<previous_sessions>" in system.content and "20240508001" in system.content
     assert out["token_usage"]["memory"] <= 768
     # The summary is the session's own: topic, facts and what was settled.
-    assert "order_status" in stored.text and "order_id 20240508001" in stored.text
+    assert (
+        "主题：订单状态" in stored.text and "要点：订单号 20240508001" in stored.text
+    )  # in the user's language
+    assert "待办：查询订单 20240508001 的状态" in stored.text
 
 
 def test_other_users_never_see_the_summary(mem_store: InMemoryStore) -> None:
@@ -110,14 +113,21 @@ def test_a_recap_is_written_in_the_language_of_the_session() -> None:
 
     from mneme.recap import recap_text
 
-    task = {"intent": "order_status", "slots": {"order_id": "20240508001"}, "pending_action": "退货取件"}
+    task = {
+        "intent": "return",
+        "slots": {"order_id": "20240508001"},
+        "pending_action": "explain how to return order 20240508001",
+    }
     zh = recap_text(
         title="你好，我昨天买了一个蓝牙耳机，发货了吗？",
         summary="",
         task=task,
         messages=[HumanMessage("发货了吗？"), AIMessage("您的订单 20240508001 已发货。")],
     )
-    assert zh.startswith("会话「你好，我昨天买了一个蓝牙耳机") and "要点：order_id 20240508001" in zh
-    assert "待办：退货取件" in zh and "Topic" not in zh and "Facts" not in zh
+    assert (
+        zh.startswith("会话「你好，我昨天买了一个蓝牙耳机") and "主题：退货。要点：订单号 20240508001" in zh
+    )
+    assert "待办：说明订单 20240508001 如何退货" in zh and "Topic" not in zh and "explain" not in zh
     en = recap_text(title="Where is my order?", summary="", task=task, messages=[])
-    assert en.startswith('Session "Where is my order?". Topic: order_status. Facts: order_id 20240508001.')
+    assert en.startswith('Session "Where is my order?". Topic: return. Facts: order_id 20240508001.')
+    assert en.endswith("Open: explain how to return order 20240508001.")

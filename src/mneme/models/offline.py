@@ -58,6 +58,20 @@ def parse_memories(system: str) -> list[dict[str, str]]:
     return out
 
 
+_RECAP = re.compile(r"^- \[(?P<date>[^\]]*)\] (?P<text>.+)$")
+_RECAP_HEAD = re.compile(r"^(?:会话「.*?」。|Session \".*?\"\. )")
+
+
+def parse_recaps(system: str) -> list[tuple[str, str]]:
+    """Read `(date, summary)` of each earlier session in the `<previous_sessions>` block."""
+    block = re.search(r"<previous_sessions>(.*?)</previous_sessions>", system, re.S)
+    out = []
+    for line in (block.group(1) if block else "").splitlines():
+        if m := _RECAP.match(line.strip()):
+            out.append((m.group("date"), m.group("text")))
+    return out
+
+
 def parse_task(system: str) -> dict[str, Any]:
     """Read the `<task_state>` block of a system prompt."""
     block = re.search(r"<task_state>\s*(\{.*?\})\s*</task_state>", system, re.S)
@@ -140,7 +154,19 @@ class OfflineChatModel(BaseChatModel):
         call = self._tool_call(user_text, memories, tools, str(slots.get("order_id", "")))
         if call is not None:
             return AIMessage(content="", tool_calls=[call])
-        return self._say(lang, self._chat(user_text, memories, lang))
+        reply = self._chat(user_text, memories, lang)
+        recaps = parse_recaps(_system_text(messages))
+        first_turn = sum(isinstance(m, HumanMessage) for m in messages) == 1
+        if recaps and first_turn and _GREETING.match(user_text):  # follow up on last time
+            date, text = recaps[0]
+            text = _RECAP_HEAD.sub("", text)
+            text = text if len(text) <= 80 else text[:79] + "…"
+            reply += (
+                f"上次（{date}）我们聊到：{text} 这次还需要跟进吗？"
+                if lang == "zh"
+                else f" Last time ({date}) we talked about: {text} Anything to follow up on?"
+            )
+        return self._say(lang, reply)
 
     def _say(self, lang: str, text: str) -> AIMessage:
         return AIMessage(content=PREFIX[lang] + text)
