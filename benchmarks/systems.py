@@ -14,6 +14,7 @@ from benchmarks.peers.base import TextSystem, turn_items, turn_text
 from mneme.context import Context
 from mneme.embeddings import LocalEmbeddings
 from mneme.memory.api import Memory
+from mneme.memory.usage import flush_uses
 from mneme.store.chroma import ChromaStore
 
 
@@ -99,4 +100,5 @@ class MnemeSystem(TextSystem):
         return [str(h.metadata.get("dia_id") or h.metadata.get("message_id", "")) for h in hits]
 
     def close(self) -> None:
+        flush_uses(5.0)  # the background use counts of the last searches, before the folder goes
         self._tmp.cleanup()

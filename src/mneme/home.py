@@ -15,6 +15,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from mneme.embeddings import embedding_dims, resolve_embeddings
 from mneme.errors import HomeLockedError
+from mneme.memory.usage import flush_uses
 from mneme.store.chroma import ChromaStore
 
 _homes: dict[Path, Home] = {}
@@ -106,6 +107,9 @@ class Home:
             if self._refs > 0:
                 return
             _homes.pop(self.path, None)
+        # Use counts are written by a background thread: write the queued ones while this
+        # process still owns the folder (after the lock is released another process may).
+        flush_uses(5.0)
         if self._conn is not None:
             self._conn.close()
             self._conn = None

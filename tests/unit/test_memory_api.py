@@ -128,3 +128,25 @@ def test_user_ids_with_dots_are_isolated(memory: Memory) -> None:
     assert [r.text for r in memory.get_all(user_id="a.b")] == ["不吃辣"]
     assert [r.text for r in memory.get_all(user_id="a%2Eb")] == ["喜欢吃辣"]
     assert set(memory.users()) == {"a.b", "a%2Eb"}
+
+
+def test_uses_counted_just_before_close_are_kept(
+    tmp_path, embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Use counts are written in the background; closing the home waits for them."""
+    import time
+
+    from mneme.memory import usage
+
+    slow = usage.record_use
+
+    def record_slowly(*args: object, **kwargs: object) -> None:
+        time.sleep(0.3)  # the writer is still busy when close() is called
+        slow(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(usage, "record_use", record_slowly)
+    with Memory.open(tmp_path / "home", embeddings=embeddings) as mem:
+        [change] = mem.add("Keeps bees on the roof", user_id="u", infer=False)
+        usage.note_use(mem.store, "u", [change.id or ""])
+    with Memory.open(tmp_path / "home", embeddings=embeddings) as mem:
+        assert usage.use_of(mem.store, "u", change.id or "")[0] == 1
