@@ -131,6 +131,8 @@ def test_nearest_ranks_like_search_and_scores_a_short_list_exactly(chroma_store:
         (h.key, round(h.score or 0.0, 4)) for h in chroma_store.search(ns, query="green tea", limit=10)
     ]
     assert [(k, round(s, 4)) for k, s in exact] == [(k, s) for k, s in everything if k in {"car", "cat"}]
+    one = chroma_store.nearest(ns, "green tea", 1, keys=["blank", "car", "cat"])  # the blank takes no place
+    assert [k for k, _ in one] == [k for k, _ in exact][:1]
     assert chroma_store.nearest(("memories", "nobody", "episodic"), "tea", 3) == []
     with pytest.raises(InputError, match="at most"):
         chroma_store.nearest(ns, "tea", 3, keys=[f"k{i}" for i in range(2_001)])

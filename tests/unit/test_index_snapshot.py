@@ -29,18 +29,20 @@ def small_min(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mirror, "SNAPSHOT_MIN", 2)
 
 
-def stock(memory: Memory) -> None:
+def stocked(path: Path, embeddings: HashEmbeddings) -> tuple[ChromaStore, Memory]:
+    """A store with three memories of user "u", searched once (its index loaded in full)."""
+    store = reopen(path, embeddings)
+    memory = Memory(store)
     for text in ("Keeps bees on the roof", "Is training for a marathon", "Plays the cello on Sundays"):
         memory.save(text, user_id="u")
+    assert memory.search("bees", user_id="u")
+    return store, memory
 
 
 def test_a_restarted_process_reads_the_snapshot_and_catches_up(
     tmp_path: Path, embeddings: HashEmbeddings, small_min: None
 ) -> None:
-    first = reopen(tmp_path / "c", embeddings)
-    memory = Memory(first)
-    stock(memory)
-    assert memory.search("bees", user_id="u")  # first search: full load, no snapshot yet
+    first, memory = stocked(tmp_path / "c", embeddings)  # full load, no snapshot yet
     assert mirror.loads(first, "u") == 1 and snapshots(first) == []
     assert mirror.save_snapshot(first, "u") and len(snapshots(first)) == 1  # what exit does
     assert not mirror.save_snapshot(first, "u")  # nothing changed since
@@ -55,20 +57,29 @@ def test_a_restarted_process_reads_the_snapshot_and_catches_up(
     assert mirror.restores(second, "u") == 1 and mirror.loads(second, "u") == 0
 
 
-def test_small_indexes_are_not_snapshotted(chroma_store: ChromaStore) -> None:
-    memory = Memory(chroma_store)
-    stock(memory)
-    assert memory.search("bees", user_id="u")
+def test_small_indexes_are_not_snapshotted(tmp_path: Path, embeddings: HashEmbeddings) -> None:
+    store, _ = stocked(tmp_path / "c", embeddings)  # 3 memories, below SNAPSHOT_MIN
     mirror._save_all()
-    assert snapshots(chroma_store) == []
+    assert snapshots(store) == []
+
+
+def test_a_snapshot_that_cannot_be_written_leaves_search_working(
+    tmp_path: Path, embeddings: HashEmbeddings, small_min: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, memory = stocked(tmp_path / "c", embeddings)
+    assert store.snapshot_dir is not None
+    store.snapshot_dir.mkdir(parents=True)
+    (store.snapshot_dir / "lexical").write_text("a file where the folder should be")
+    assert not mirror.save_snapshot(store, "u")
+    assert "could not save the lexical index" in caplog.text
+    assert list(store.snapshot_dir.glob("**/*.tmp")) == []
+    assert memory.search("bees", user_id="u")[0].text == "Keeps bees on the roof"
 
 
 def test_an_unreadable_snapshot_is_ignored(
     tmp_path: Path, embeddings: HashEmbeddings, small_min: None
 ) -> None:
-    first = reopen(tmp_path / "c", embeddings)
-    stock(Memory(first))
-    assert Memory(first).search("bees", user_id="u")
+    first, _ = stocked(tmp_path / "c", embeddings)
     mirror._save_all()
     [snap] = snapshots(first)
     snap.write_bytes(b"not a pickle")
@@ -83,10 +94,7 @@ def test_a_snapshot_the_log_cannot_catch_up_is_ignored(
     tmp_path: Path, embeddings: HashEmbeddings, small_min: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(revision, "LOG_LENGTH", 2)
-    first = reopen(tmp_path / "c", embeddings)
-    memory = Memory(first)
-    stock(memory)
-    assert memory.search("bees", user_id="u")
+    _, memory = stocked(tmp_path / "c", embeddings)
     mirror._save_all()
     for text in ("Owns a red kayak", "Grows tomatoes", "Reads Borges"):  # 3 revisions > 2 kept
         memory.save(text, user_id="u")
@@ -98,10 +106,7 @@ def test_a_snapshot_the_log_cannot_catch_up_is_ignored(
 def test_changed_indexes_are_saved_at_exit(
     tmp_path: Path, embeddings: HashEmbeddings, small_min: None
 ) -> None:
-    first = reopen(tmp_path / "c", embeddings)
-    memory = Memory(first)
-    stock(memory)
-    assert memory.search("bees", user_id="u")
+    first, memory = stocked(tmp_path / "c", embeddings)
     mirror._save_all()
     before = snapshots(first)[0].stat().st_mtime_ns
     memory.save("Owns a red kayak", user_id="u")

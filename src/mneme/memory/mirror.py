@@ -18,6 +18,7 @@ ignored. Writing one takes a few seconds at 100,000 memories, so it never happen
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import logging
 import os
@@ -260,7 +261,8 @@ def save_snapshot(store: BaseStore, user_id: str) -> bool:
             os.replace(tmp, path)  # atomic: a reader sees the old snapshot or the new one
         except OSError as exc:
             logger.warning("mneme: could not save the lexical index of %s: %s", user_id, exc)
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the folder itself may be what failed
+                tmp.unlink(missing_ok=True)
             return False
         mirror.saved_rev = mirror.rev
         return True

@@ -14,6 +14,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
@@ -104,14 +105,19 @@ class _UseWriter:
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued count is written (True), or `timeout` seconds (False)."""
-        done = threading.Event()
+        return join_within(self._queue, timeout)
 
-        def wait() -> None:
-            self._queue.join()
-            done.set()
 
-        threading.Thread(target=wait, daemon=True).start()
-        return done.wait(timeout)
+def join_within(work: queue.Queue[Any], timeout: float | None) -> bool:
+    """`work.join()` with a timeout: True once every item is done, False if `timeout` passed first."""
+    done = threading.Event()
+
+    def wait() -> None:
+        work.join()
+        done.set()
+
+    threading.Thread(target=wait, daemon=True).start()
+    return done.wait(timeout)
 
 
 _writer = _UseWriter()
@@ -139,4 +145,4 @@ def use_of(store: BaseStore, user_id: str, memory_id: str) -> tuple[int, str | N
     return int(item.value.get("use_count", 0)), item.value.get("last_used_at")
 
 
-__all__ = ["flush_uses", "note_use", "record_use", "use_of"]
+__all__ = ["flush_uses", "join_within", "note_use", "record_use", "use_of"]

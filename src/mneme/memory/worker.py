@@ -19,6 +19,7 @@ from langgraph.store.base import BaseStore
 
 from mneme.context import Context
 from mneme.memory.queue import PendingJob
+from mneme.memory.usage import join_within
 
 log = logging.getLogger("mneme.extract")
 
@@ -64,14 +65,7 @@ class BackgroundWorker:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every submitted job ran; False if `timeout` passed first."""
-        done = threading.Event()
-
-        def wait() -> None:
-            self._tasks.join()
-            done.set()
-
-        threading.Thread(target=wait, daemon=True).start()
-        return done.wait(timeout)
+        return join_within(self._tasks, timeout)
 
     def _loop(self) -> None:
         from mneme.memory.pipeline import Pipeline

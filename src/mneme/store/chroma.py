@@ -381,9 +381,10 @@ class ChromaStore(BaseStore):
             query: The text to embed and look up.
             limit: How many to return at most.
             filter: A `SearchOp`-style filter on the values.
-            keys: Only these items (at most `EXACT_KEYS` of them): scored exactly against
-                their stored vectors. An approximate index searched under a filter that lets
-                few items through can miss some of them; a short list read back cannot.
+            keys: Only these items (at most `EXACT_KEYS` of them), scored exactly against
+                their stored vectors; `filter` is then not applied. An approximate index
+                searched under a filter that lets few items through can miss some of them;
+                a short list read back cannot.
         """
         if self.embeddings is None or limit < 1:
             return []
@@ -405,9 +406,10 @@ class ChromaStore(BaseStore):
             mat = np.asarray(vectors, dtype=np.float32)
             q = np.asarray(qvec, dtype=np.float32)
             norms = np.linalg.norm(mat, axis=1) * (float(np.linalg.norm(q)) or 1.0)
-            scores = (mat @ q) / np.where(norms > 0, norms, 1.0)
+            real = np.nonzero(norms > 0)[0]  # zero vectors (index=False) are never similar
+            scores = (mat[real] @ q) / norms[real]
             order = np.argsort(-scores, kind="stable")[:limit]
-            return [(str(got["ids"][i]), float(scores[i])) for i in order if norms[i] > 0]
+            return [(str(got["ids"][real[i]]), float(scores[i])) for i in order]
         res = col.query(
             query_embeddings=cast(Any, [qvec]),
             n_results=limit,
