@@ -46,16 +46,29 @@ class LocalEmbeddings(Embeddings):
     def __init__(self, cache_size: int = 2048) -> None:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._passages: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = cache_size
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed texts to be stored."""
+        """Embed texts to be stored.
+
+        Recent passage vectors are cached too: the write path reads a statement (what it is
+        about) before the store embeds the same text to keep it.
+        """
         if not texts:
             return []
         model = _local_model()
         with self._lock:
-            vectors = model.passage(list(texts))
-        return [v.tolist() for v in vectors]
+            out: list[list[float] | None] = [self._passages.get(t) for t in texts]
+            missing = sorted({t for t, v in zip(texts, out, strict=True) if v is None})
+            if missing:
+                fresh = dict(zip(missing, (v.tolist() for v in model.passage(missing)), strict=True))
+                for text, vector in fresh.items():
+                    self._passages[text] = vector
+                while len(self._passages) > self._cache_size:
+                    self._passages.popitem(last=False)
+                out = [v if v is not None else fresh[t] for t, v in zip(texts, out, strict=True)]
+        return [v for v in out if v is not None]
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a search query."""

@@ -1,0 +1,187 @@
+"""Small classifiers on the bundled embedding model: softmax regression heads, trained offline, shipped as weights."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mneme.errors import ConfigError
+
+
+def unit(vectors: Any) -> np.ndarray:
+    """Rows scaled to length 1 (float32); a zero row stays zero."""
+    mat = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    return np.asarray(mat / np.maximum(norms, 1e-9), dtype=np.float32)
+
+
+@dataclass
+class LinearClassifier:
+    """A softmax regression over embedding vectors (two labels: logistic regression).
+
+    Small on purpose: a few thousand labelled sentences cannot train more than a linear head
+    without learning their phrasing, and a linear head on a multilingual sentence embedding
+    carries its decision to sentences, and to a language, it never saw.
+    """
+
+    labels: list[str]
+    """The classes, in the order of the weight columns."""
+    weights: np.ndarray
+    """`(dims, classes)` weights over unit-length embeddings."""
+    bias: np.ndarray
+    """`(classes,)` biases."""
+
+    def logits(self, vectors: Any) -> np.ndarray:
+        """Raw scores `(n, classes)` of unit-length embedding rows."""
+        return np.asarray(unit(vectors) @ self.weights + self.bias, dtype=np.float64)
+
+    def probs(self, vectors: Any) -> np.ndarray:
+        """Class probabilities `(n, classes)`."""
+        z = self.logits(vectors)
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return np.asarray(e / e.sum(axis=1, keepdims=True))
+
+    def prob(self, vectors: Any, label: str) -> np.ndarray:
+        """The probability of one class for each row."""
+        return self.probs(vectors)[:, self.labels.index(label)]
+
+    @classmethod
+    def fit(
+        cls,
+        vectors: Any,
+        targets: Sequence[str],
+        *,
+        labels: Sequence[str] | None = None,
+        l2: float = 1e-3,
+        epochs: int = 400,
+        lr: float = 2.0,
+        balance: bool = True,
+        sample_weight: Sequence[float] | None = None,
+    ) -> LinearClassifier:
+        """Train by full-batch gradient descent on the cross-entropy (deterministic).
+
+        Args:
+            vectors: `(n, dims)` embeddings of the examples.
+            targets: The label of each example.
+            labels: All classes, in order (default: sorted distinct targets).
+            l2: Weight decay; keeps the head from memorising its examples.
+            epochs: Gradient steps.
+            lr: Step size (the loss is smooth on unit vectors: large steps are safe).
+            balance: Weigh each class equally whatever its number of examples.
+            sample_weight: Extra weight per example.
+
+        Returns:
+            The trained classifier.
+        """
+        x = unit(vectors).astype(np.float64)
+        names = list(labels) if labels is not None else sorted(set(targets))
+        index = {name: i for i, name in enumerate(names)}
+        y = np.array([index[t] for t in targets])
+        n, d = x.shape
+        k = len(names)
+        onehot = np.zeros((n, k))
+        onehot[np.arange(n), y] = 1.0
+        w_ex = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if balance:
+            counts = np.bincount(y, minlength=k).astype(np.float64)
+            w_ex = w_ex * (n / (k * np.maximum(counts[y], 1.0)))
+        w_ex = w_ex / w_ex.sum()
+        weights = np.zeros((d, k))
+        bias = np.zeros(k)
+        for _ in range(epochs):
+            z = x @ weights + bias
+            z -= z.max(axis=1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=1, keepdims=True)
+            g = (p - onehot) * w_ex[:, None]
+            weights -= lr * (x.T @ g + l2 * weights)
+            bias -= lr * g.sum(axis=0)
+        return cls(labels=names, weights=weights.astype(np.float32), bias=bias.astype(np.float32))
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The arrays to save, under `prefix`."""
+        return {
+            f"{prefix}.weights": self.weights.astype(np.float32),
+            f"{prefix}.bias": self.bias.astype(np.float32),
+            f"{prefix}.labels": np.array(self.labels),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Any, prefix: str) -> LinearClassifier:
+        """Read a classifier saved with `arrays`."""
+        return cls(
+            labels=[str(s) for s in arrays[f"{prefix}.labels"]],
+            weights=np.asarray(arrays[f"{prefix}.weights"], dtype=np.float32),
+            bias=np.asarray(arrays[f"{prefix}.bias"], dtype=np.float32),
+        )
+
+
+def data_path(name: str) -> Path:
+    """The path of a file shipped in `mneme/data`."""
+    return Path(str(resources.files("mneme").joinpath("data", name)))
+
+
+def data_hash(*names: str) -> str:
+    """A hash of shipped data files, recorded with the weights trained on them."""
+    h = hashlib.sha256()
+    for name in names:
+        h.update(data_path(name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+class Heads:
+    """The classifiers of one shipped weights file (`mneme/data/<name>.npz`), loaded once.
+
+    The file records the hash of the data it was trained on (`sources`); a unit test checks
+    that it matches the shipped data, so examples are never edited without retraining.
+    """
+
+    def __init__(self, name: str, trainer: str) -> None:
+        self.name = name
+        self.trainer = trainer
+        self._lock = threading.Lock()
+        self._heads: dict[str, LinearClassifier] | None = None
+        self._meta: dict[str, Any] = {}
+
+    def _load(self) -> dict[str, LinearClassifier]:
+        with self._lock:
+            if self._heads is None:
+                path = data_path(f"{self.name}.npz")
+                if not path.exists():
+                    raise ConfigError(
+                        f"mneme: the classifier weights {path.name} are missing; "
+                        f"run `python -m {self.trainer}` to build them"
+                    )
+                with np.load(path, allow_pickle=False) as arrays:
+                    self._meta = json.loads(str(arrays["meta"]))
+                    prefixes = sorted({k.rsplit(".", 1)[0] for k in arrays.files if k != "meta"})
+                    self._heads = {p: LinearClassifier.from_arrays(arrays, p) for p in prefixes}
+            return self._heads
+
+    def __getitem__(self, head: str) -> LinearClassifier:
+        return self._load()[head]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """What the weights file says about its training (sources, counts, scores)."""
+        self._load()
+        return dict(self._meta)
+
+
+def save_heads(name: str, heads: dict[str, LinearClassifier], meta: dict[str, Any], folder: Path) -> Path:
+    """Write classifiers and their training record to `folder/<name>.npz`."""
+    arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, ensure_ascii=False, sort_keys=True))}
+    for prefix, head in heads.items():
+        arrays.update(head.arrays(prefix))
+    path = folder / f"{name}.npz"
+    np.savez_compressed(path, **arrays)
+    return path

@@ -1,0 +1,112 @@
+"""The user model's classifiers: what a statement is about, and what a request touches, read from E5 vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mneme.classifier import Heads, unit
+from mneme.memory.usermodel.taxonomy import taxonomy
+
+WEIGHTS = "user_model"
+"""`mneme/data/user_model.npz`: the heads, trained by `python -m mneme.memory.usermodel.train`."""
+
+HEADS = Heads(WEIGHTS, trainer="mneme.memory.usermodel.train")
+"""`memorable` (does a statement say something about the speaker worth keeping), `aspect`,
+`constraint` (is it a hard limit), `change` (does it revise an earlier state), `domain` (of a
+request)."""
+
+DOMAIN_FLOOR = 0.08
+"""A domain below this probability touches nothing (the tail of a softmax is noise)."""
+RANK_DECAY = 0.12
+"""A domain's aspects weigh 1.0, then this much less per place in its list, down to `RANK_MIN`."""
+RANK_MIN = 0.4
+
+
+def _local() -> object:
+    from mneme.embeddings import resolve_embeddings
+
+    return resolve_embeddings("local")
+
+
+def passage_vectors(texts: Sequence[str]) -> np.ndarray:
+    """E5 passage vectors of statements (the bundled model, whatever embeddings the store uses)."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    emb = _local()
+    return unit(emb.embed_documents(list(texts)))  # type: ignore[attr-defined]
+
+
+def query_vector(text: str) -> np.ndarray:
+    """The E5 query vector of a request (cached: the read path embeds the same text)."""
+    emb = _local()
+    return unit(emb.embed_query(text))[0]  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the classifiers read in one statement."""
+
+    text: str
+    memorable: float
+    """Probability that it says something about the speaker worth keeping."""
+    aspect: str
+    """The most likely aspect."""
+    aspect_p: float
+    """Its probability."""
+    constraint: float
+    """Probability that it is a hard limit (an allergy, a diet, a fear, a boundary)."""
+    change: float
+    """Probability that it revises an earlier state ("moved to Shanghai last month")."""
+
+
+def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
+    """Read statements (one E5 passage vector each, computed unless given)."""
+    if not texts:
+        return []
+    vecs = passage_vectors(texts) if vectors is None else unit(vectors)
+    memorable = HEADS["memorable"].prob(vecs, "yes")
+    aspect_head = HEADS["aspect"]
+    aspects = aspect_head.probs(vecs)
+    constraint = HEADS["constraint"].prob(vecs, "yes")
+    change = HEADS["change"].prob(vecs, "yes")
+    out = []
+    for i, text in enumerate(texts):
+        best = int(np.argmax(aspects[i]))
+        out.append(
+            Reading(
+                text=text,
+                memorable=float(memorable[i]),
+                aspect=aspect_head.labels[best],
+                aspect_p=float(aspects[i, best]),
+                constraint=float(constraint[i]),
+                change=float(change[i]),
+            )
+        )
+    return out
+
+
+def domains_of(vector: np.ndarray) -> dict[str, float]:
+    """The probability of each request domain for a request's E5 query vector."""
+    head = HEADS["domain"]
+    probs = head.probs(vector)[0]
+    return {label: float(p) for label, p in zip(head.labels, probs, strict=True)}
+
+
+def touched(domains: dict[str, float]) -> dict[str, float]:
+    """How much a request touches each aspect (0..1), from its domain probabilities.
+
+    Each domain lists the aspects it touches, most important first; an aspect's weight is the
+    best over domains of the domain's probability times the aspect's rank weight.
+    """
+    tax = taxonomy()
+    out: dict[str, float] = {}
+    for key, p in domains.items():
+        if p < DOMAIN_FLOOR or key not in tax.domains:
+            continue
+        for rank, aspect in enumerate(tax.domains[key].aspects):
+            w = p * max(RANK_MIN, 1.0 - RANK_DECAY * rank)
+            out[aspect] = max(out.get(aspect, 0.0), w)
+    return out

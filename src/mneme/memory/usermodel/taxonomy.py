@@ -1,0 +1,97 @@
+"""The user model's taxonomy: aspects of a person and the kinds of request that touch them (data/user_model.json)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from mneme.classifier import data_path
+from mneme.memory.record import Kind
+
+TAXONOMY_FILE = "user_model.json"
+
+
+@dataclass(frozen=True)
+class Aspect:
+    """What a statement about a person can be about (diet, employer, seat...)."""
+
+    key: str
+    zh: str
+    """Its name in Chinese (shown to operators)."""
+    en: str
+    """Its name in English."""
+    single: bool
+    """A person has one current value: a new statement replaces the old one."""
+    constraint: bool
+    """A hard limit (diet, allergy, health, fears, boundaries) that outranks likes."""
+    kind: Kind
+    """How its memories are stored (`profile`: a keyed field; `semantic`: a fact)."""
+    sensitivity: int
+    """0 ordinary, 1 personal, 2 sensitive (health, finance, identity)."""
+    about: str
+    """What it covers, in words (also shown to an LLM extractor)."""
+    subject: str
+    """The profile field name of a single-valued aspect (its key unless a legacy name)."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A kind of request (dining, flights, gifts...) and the aspects it touches, most important first."""
+
+    key: str
+    zh: str
+    en: str
+    aspects: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    """Aspects and domains, as shipped."""
+
+    aspects: dict[str, Aspect]
+    domains: dict[str, Domain]
+
+    def aspect(self, key: str | None) -> Aspect | None:
+        """The aspect of a key (None for an unknown or missing key)."""
+        return self.aspects.get(key) if key else None
+
+    def by_subject(self, subject: str | None) -> Aspect | None:
+        """The aspect a profile field name belongs to (`location` -> residence)."""
+        if not subject:
+            return None
+        return next((a for a in self.aspects.values() if a.subject == subject), None)
+
+
+LEGACY_SUBJECTS = {"residence": "location"}
+"""Profile field names the write path used before the user model, kept so old fields stay current."""
+
+
+def _aspect(key: str, raw: dict[str, Any]) -> Aspect:
+    return Aspect(
+        key=key,
+        zh=str(raw["zh"]),
+        en=str(raw["en"]),
+        single=bool(raw["single"]),
+        constraint=bool(raw["constraint"]),
+        kind="profile" if raw.get("kind") == "profile" else "semantic",
+        sensitivity=int(raw.get("sensitivity", 0)),
+        about=str(raw.get("about", "")),
+        subject=LEGACY_SUBJECTS.get(key, key),
+    )
+
+
+@cache
+def taxonomy() -> Taxonomy:
+    """The shipped taxonomy (read once)."""
+    raw = json.loads(data_path(TAXONOMY_FILE).read_text("utf-8"))
+    aspects = {k: _aspect(k, v) for k, v in raw["aspects"].items()}
+    domains = {
+        k: Domain(key=k, zh=str(v["zh"]), en=str(v["en"]), aspects=tuple(v["aspects"]))
+        for k, v in raw["domains"].items()
+    }
+    unknown = {a for d in domains.values() for a in d.aspects} - set(aspects)
+    if unknown:
+        raise ValueError(f"mneme: {TAXONOMY_FILE} names unknown aspects {sorted(unknown)}")
+    return Taxonomy(aspects=aspects, domains=domains)
