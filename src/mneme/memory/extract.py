@@ -42,6 +42,18 @@ class Candidate:
     """The user stated it explicitly (False: a model inferred it)."""
     ttl_days: float | None = None
     """Time to live of this memory in days; None: the default of its kind."""
+    aspect: str | None = None
+    """What it says about the person (a user-model aspect: `diet`, `employer`...), if anything."""
+    constraint: bool = False
+    """A hard limit that outranks likes (an allergy, a diet, a fear, a boundary)."""
+    revises: bool = False
+    """It revises an earlier statement ("moved on to tea"): the closest current memory of the
+    same part of the person's life is superseded rather than kept beside it."""
+    near: tuple[str, ...] = ()
+    """Other aspects the statement may be about (a revision may replace a memory under them)."""
+    tentative: bool = False
+    """Kept only if it revises a memory the user already has: a short update such as "Actually,
+    just Bob is fine" says little alone, but a lot after "Call me Robert"."""
 
 
 COURIERS: dict[str, tuple[str, str]] = {
@@ -68,7 +80,7 @@ COURIERS: dict[str, tuple[str, str]] = {
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _CLAUSE_SPLIT = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
 _ZH_PREFIX = re.compile(
-    r"^(?:你好|您好|嗨|哈喽|hi|hello|hey|嗯+|哦+|对了|另外|还有|然后|麻烦你?|请|oh|well|so|yeah|wow|haha)[，,！!\s]*",
+    r"^(?:你好|您好|嗨|哈喽|嗯+|哦+|对了|另外|还有|然后|麻烦你?|请|(?:hi|hello|hey|oh|well|so|yeah|wow|haha)\b)[，,！!\s]*",
     re.I,
 )
 _EN_COURIERS = "|".join(re.escape(k) for k in COURIERS if not _CJK.search(k))

@@ -52,6 +52,9 @@ RECORD_FILTERS = frozenset(
         "lang",
         "session_id",
         "speaker",
+        "aspect",
+        "aspects",
+        "constraint",
     }
 )
 """Filter keys that name a record attribute; any other key names a metadata key
@@ -89,6 +92,8 @@ def check_filters(filters: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 
 def _matches(value: Any, ops: dict[str, Any]) -> bool:
+    if isinstance(value, list | tuple):  # a list field matches when any of its elements does
+        return _list_matches(list(value), ops)
     for op, operand in ops.items():
         try:
             if op == "$eq":
@@ -111,6 +116,23 @@ def _matches(value: Any, ops: dict[str, Any]) -> bool:
                 ok = value <= operand
         except TypeError:  # comparing a string with a number: no match
             ok = False
+        if not ok:
+            return False
+    return True
+
+
+def _list_matches(values: list[Any], ops: dict[str, Any]) -> bool:
+    for op, operand in ops.items():
+        if op == "$eq":
+            ok = operand == values or operand in values
+        elif op == "$ne":
+            ok = operand != values and operand not in values
+        elif op == "$in":
+            ok = any(v in operand for v in values)
+        elif op == "$nin":
+            ok = not any(v in operand for v in values)
+        else:
+            ok = any(_matches(v, {op: operand}) for v in values)
         if not ok:
             return False
     return True
@@ -199,9 +221,18 @@ class Doc:
                 **({"session_id": source["thread_id"]} if source.get("thread_id") else {}),
                 **({"speaker": speaker} if speaker else {}),
                 **({"metadata": meta} if meta else {}),
+                **({} if value.get("aspect") else _legacy_aspect(value.get("subject"))),
             },
             terms=terms(text),
         )
+
+
+def _legacy_aspect(subject: Any) -> dict[str, Any]:
+    """The aspect of a profile field stored before aspects existed (schema 2), if it has one."""
+    from mneme.memory.record import legacy_aspect
+
+    aspect = legacy_aspect(subject)
+    return {"aspect": aspect, "aspects": [aspect]} if aspect else {}
 
 
 class _Postings:

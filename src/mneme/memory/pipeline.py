@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
 
 from mneme.context import Context
-from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate, extract
+from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate
 from mneme.memory.gate import STATS, gate
 from mneme.memory.guard import poisoning_reason
 from mneme.memory.llm_extract import MAX_SHOWN, ExtractionFailed, LLMExtractor
@@ -26,6 +26,7 @@ from mneme.memory.queue import PendingJob, PendingQueue
 from mneme.memory.record import MemoryChange, MemoryRecord, Source
 from mneme.memory.redact import RedactionPolicy
 from mneme.memory.repo import Repo
+from mneme.memory.usermodel.statements import read_message
 from mneme.memory.write import WriteContext, Writer
 
 log = logging.getLogger("mneme.extract")
@@ -71,10 +72,10 @@ def write_context(
 
 
 def rules(texts: list[str], now: datetime | None = None) -> list[Candidate]:
-    """Candidates of the offline extractor for several messages."""
+    """Candidates of the offline extractor (rules and the user model's classifiers) for several messages."""
     out: list[Candidate] = []
     for text in texts:
-        out += extract(text, now=now)
+        out += read_message(text, now=now)
     return out
 
 

@@ -13,13 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mneme.errors import InputError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the stored record layout; older records are migrated when read (`migrate`).
 
 - 0: before versioning: `memory` instead of `text`, no `kind`.
 - 1: `text`, `kind`, validity, `expires_at`, `sensitivity`, `content_hash`.
 - 2: `lang` (the language the text is in) and `redacted` (kinds of personal data masked in
   the text); a profile field keeps one id across its values (`field_id`).
+- 3: `aspect` (what the memory says about the person, from the user model's taxonomy) and
+  `constraint` (a hard limit that outranks likes).
 """
 
 Kind = Literal["profile", "semantic", "episodic"]
@@ -178,6 +180,14 @@ class MemoryRecord(BaseModel):
     redacted: list[str] = Field(default_factory=list)
     """Kinds of personal data shown only as a marker in `text` (`cn_id`, `bank_card`, `phone`,
     `email`): the value exists, the model is told so, but it is not kept in clear."""
+    aspect: str | None = None
+    """The aspect of the person it is about (`diet`, `employer`, `seat`: see
+    `memory/usermodel/taxonomy.py`); None for memories outside the user model (events, orders)."""
+    constraint: bool = False
+    """A hard limit (an allergy, a diet, a fear, a boundary) that outranks likes when injected."""
+    aspects: list[str] = Field(default_factory=list)
+    """Every aspect it may be about, `aspect` first ("I avoid wearables for fitness tracking":
+    fitness, tech): a request that touches any of them may need it."""
 
     def model_post_init(self, __context: Any) -> None:
         """Fill the content hash and the language."""
@@ -207,6 +217,7 @@ def migrate(value: dict[str, Any]) -> dict[str, Any]:
     - 0 -> 1: `memory` becomes `text`; a record without `kind` is a semantic memory; a
       `hash` becomes `content_hash`.
     - 1 -> 2: `lang` is read from the text; `redacted` from the markers in it.
+    - 2 -> 3: a profile field's `aspect` is the one its field name belongs to.
 
     Raises:
         InputError: if the record was written by a newer mneme than this one.
@@ -234,7 +245,22 @@ def migrate(value: dict[str, Any]) -> dict[str, Any]:
         value.setdefault("lang", lang_of(text))
         value.setdefault("redacted", redaction_markers(text))
         version = value["schema_version"] = 2
+    if version == 2:
+        if not value.get("aspect"):
+            value["aspect"] = legacy_aspect(value.get("subject"))
+        value.setdefault("aspects", [value["aspect"]] if value.get("aspect") else [])
+        version = value["schema_version"] = 3
     return value
+
+
+def legacy_aspect(subject: Any) -> str | None:
+    """The user-model aspect of a profile field written before aspects existed."""
+    if not isinstance(subject, str) or not subject:
+        return None
+    from mneme.memory.usermodel.taxonomy import taxonomy
+
+    found = taxonomy().by_subject(subject)
+    return found.key if found else None
 
 
 class MemoryHit(BaseModel):
@@ -253,6 +279,12 @@ class MemoryHit(BaseModel):
     user_id: str
     current: bool = True
     speaker: str | None = None
+    aspect: str | None = None
+    """What it says about the person (user model aspect), if anything."""
+    constraint: bool = False
+    """A hard limit (allergy, diet, fear, boundary)."""
+    aspects: list[str] = Field(default_factory=list)
+    """Every aspect it may be about, `aspect` first."""
 
     @classmethod
     def of(cls, record: MemoryRecord, score: float) -> MemoryHit:
@@ -270,6 +302,9 @@ class MemoryHit(BaseModel):
             user_id=record.user_id,
             current=record.current,
             speaker=record.source.speaker,
+            aspect=record.aspect,
+            constraint=record.constraint,
+            aspects=list(record.aspects),
         )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +40,8 @@ from mneme.memory.record import (
 from mneme.memory.redact import RedactionPolicy, only_markers, redact
 from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
+from mneme.memory.usermodel.statements import tag_aspect
+from mneme.memory.usermodel.taxonomy import taxonomy
 
 _ID_NS = uuid.UUID("6d6e656d-6500-4000-8000-6d656d6f7279")
 
@@ -51,6 +53,9 @@ CORRECTION_RELEVANCE = 0.5
 CONTRADICTION_RELEVANCE = 0.5
 """Calibrated relevance a memory about the same object, with the opposite polarity, needs to
 be replaced without an explicit correction ("I like spicy food" -> "I don't eat spicy food")."""
+REVISION_RELEVANCE = 0.3
+"""Calibrated relevance a memory of a neighbouring aspect (same area of life) needs to be
+superseded by a statement that revises something; one of the same aspect needs none."""
 FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
 SIMILAR_LIMIT = 5
@@ -383,6 +388,9 @@ class Writer:
             metadata=dict(ctx.metadata),
             sensitivity=sensitivity,
             redacted=sorted(set(hidden)),
+            aspect=cand.aspect,
+            constraint=cand.constraint,
+            aspects=list(dict.fromkeys([cand.aspect, *cand.near])) if cand.aspect else [],
             created_at=now.isoformat(),
             updated_at=now.isoformat(),
             valid_from=now.isoformat(),
@@ -410,6 +418,7 @@ class Writer:
         value = cand.value
         if value is not None and red.found:
             value = redact(value, ctx.policy).text
+        cand = keyed_by_aspect(tag_aspect(replace(cand, evidence=text) if red.found else cand))
         keyed = cand.subject is not None
         rid = (
             field_id(ctx.user_id, cand.kind, cand.subject or "")
@@ -458,6 +467,10 @@ class Writer:
                 best, rel = similar[0]
                 if rel >= CORRECTION_RELEVANCE:
                     replaced = best
+        if replaced is None and cand.revises and cand.aspect:
+            replaced = self._revised(text, (cand.aspect, *cand.near), ctx.user_id)
+        if cand.tentative and replaced is None:
+            return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]
         if replaced is not None:
             if normalize_text(replaced.text) == normalize_text(text):
                 return [self._noop(replaced, "same memory already stored")]
@@ -467,14 +480,43 @@ class Writer:
         self.repo.apply(ops)
         return [MemoryChange(operation="ADD", id=record.id, text=record.text, kind=record.kind)]
 
+    def _revised(self, text: str, aspects: tuple[str, ...], user_id: str) -> MemoryRecord | None:
+        """The current user-model memory a revising statement replaces, if any.
+
+        A memory of the statement's aspect, the most similar first: a new value rarely
+        resembles the old one ("Hoboken" and "Manhattan"), so none is asked for. Else one of
+        the aspects it may also be about, or of the same area of life as any of them (the
+        classifier may read a move as `living_env` and the old home as `residence`), if it is
+        similar enough (`REVISION_RELEVANCE`).
+        """
+        tax = taxonomy()
+        area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
+        ranked: list[tuple[int, float, MemoryRecord]] = []
+        for kind in ("profile", "semantic"):
+            for old, rel in self._similar(text, kind, user_id, {"aspect": {"$in": area}}):
+                if old.aspect == aspects[0]:
+                    ranked.append((0, -rel, old))
+                elif rel >= REVISION_RELEVANCE:
+                    ranked.append(
+                        (
+                            1 + (aspects.index(old.aspect) if old.aspect in aspects else len(aspects)),
+                            -rel,
+                            old,
+                        )
+                    )
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        return ranked[0][2] if ranked else None
+
     def _noop(self, existing: MemoryRecord, reason: str) -> MemoryChange:
         return MemoryChange(
             operation="NOOP", id=existing.id, text=existing.text, reason=reason, kind=existing.kind
         )
 
-    def _similar(self, text: str, kind: Kind, user_id: str) -> list[tuple[MemoryRecord, float]]:
+    def _similar(
+        self, text: str, kind: Kind, user_id: str, filters: dict[str, Any] | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
         """A user's current memories of a kind like `text`, with calibrated relevance, best first."""
-        found = self.repo.search(user_id, text, kinds=[kind], limit=SIMILAR_LIMIT)
+        found = self.repo.search(user_id, text, kinds=[kind], limit=SIMILAR_LIMIT, filters=filters)
         if not found:
             return []
         cal: Calibrator | None = calibrator_for(self.store)
@@ -571,6 +613,18 @@ class Writer:
                 )
             )
         return changes
+
+
+def keyed_by_aspect(cand: Candidate) -> Candidate:
+    """A candidate of a single-valued aspect (home, employer, seat) keyed as that aspect's field.
+
+    A person has one current value of such an aspect, so the new statement replaces the old
+    one in place, whatever words either used.
+    """
+    aspect = taxonomy().aspect(cand.aspect)
+    if aspect is None or not aspect.single or cand.subject is not None:
+        return cand
+    return replace(cand, subject=aspect.subject, kind=aspect.kind)
 
 
 def _numbers(text: str) -> list[str]:

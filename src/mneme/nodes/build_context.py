@@ -37,7 +37,8 @@ def memory_lines(memories: list[dict[str, Any]], ctx: Context) -> list[str]:
         if len(text) > ctx.memory_max_chars:
             text = text[: ctx.memory_max_chars - 1] + "…"
         who = f"[{mem['who']}] " if mem.get("who") else ""
-        lines.append(f"- #{mem['ref']} {who}({mem['kind']}) {text}")
+        label = "constraint" if mem.get("constraint") else mem["kind"]
+        lines.append(f"- #{mem['ref']} {who}({label}) {text}")
     return lines
 
 

@@ -13,12 +13,16 @@ from mneme.context import Context, context_of
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.usage import note_use
+from mneme.memory.usermodel.recall import Touch, touch_of, user_model_hits
 from mneme.state import State
 from mneme.tokens import message_text
 
 QUERY_CHARS = 300
 """Each query text is cut to this many characters: embedding cost grows with length
 (about 1 ms per token here), and the start of a message carries its topic."""
+MODEL_POOL = 8
+"""The turn's search returns this many more memories than it injects: the user-model memories
+among them are candidates of the user model's choice."""
 EARLIER_WEIGHT = 0.8
 """Evidence found through an earlier turn counts this much (per turn back) of the new input's."""
 
@@ -72,7 +76,7 @@ def build_queries(state: State, ctx: Context, person: str | None = None) -> list
     return [(t, w) for t, w in queries if not (t in seen or seen.add(t))]  # type: ignore[func-returns-value]
 
 
-def _row(hit: MemoryHit, ref: int, who: str, person: str, profile: bool) -> dict[str, Any]:
+def _row(hit: MemoryHit, ref: int, who: str, person: str, model: bool) -> dict[str, Any]:
     return {
         "ref": ref,
         "id": hit.id,
@@ -80,37 +84,37 @@ def _row(hit: MemoryHit, ref: int, who: str, person: str, profile: bool) -> dict
         "user_id": person,
         "kind": hit.kind,
         "text": hit.text,
-        "score": None if profile else hit.score,
+        "aspect": hit.aspect,
+        "constraint": hit.constraint,
+        "score": None if model else hit.score,
     }
 
 
 def person_memories(
-    store: BaseStore, person: str, queries: list[tuple[str, float]], ctx: Context
+    store: BaseStore, person: str, queries: list[tuple[str, float]], ctx: Context, touch: Touch | None = None
 ) -> tuple[list[MemoryHit], list[MemoryHit]]:
-    """(profile fields, memories) of one person for these queries, within the injection limits.
+    """(user-model memories, relevant memories) of one person for these queries.
 
-    Profile fields (short standing facts: a name, an allergy, a delivery preference) are shown
-    up to `profile_limit`, the most relevant first; other memories only when relevant enough
+    The user model brings in what the request's domain touches of the person, whatever words
+    it uses (a restaurant request: their diet and allergies), at most `profile_limit`, hard
+    constraints first; other memories come when they resemble the request enough
     (`min_relevance`), at most `retrieval_limit`. Both skip memories above `max_sensitivity`.
     """
-    profile = (
-        search(
-            store,
-            person,
-            queries,
-            SearchSettings.from_context(ctx, limit=ctx.profile_limit, kinds=("profile",), min_relevance=0.0),
+    settings = SearchSettings.from_context(ctx)
+    found = search(store, person, queries, replace(settings, limit=ctx.retrieval_limit + MODEL_POOL))
+    model = (
+        user_model_hits(
+            store, person, queries[0][0], queries, settings, ctx.profile_limit, touch, relevant=found
         )
-        if ctx.profile_limit
+        if ctx.profile_limit and queries
         else []
     )
-    memories = search(
-        store, person, queries, SearchSettings.from_context(ctx, kinds=("semantic", "episodic"))
-    )
-    return profile, memories[: ctx.retrieval_limit]
+    memories = [h for h in found if not h.aspects]  # user-model memories come through the model
+    return model, memories[: ctx.retrieval_limit]
 
 
 def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Retrieve each participant's profile fields and relevant memories, labelled by person.
+    """Retrieve each participant's user-model memories and relevant memories, labelled by person.
 
     What is returned is what `build_context` injects; each memory's use is counted (see
     `memory/usage.py`), so memories that keep being useful gain weight.
@@ -123,16 +127,19 @@ def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     group = len(people) > 1 or bool(people and people[0] != ctx.user_id)
     memories: list[dict[str, Any]] = []
     refs: dict[str, str] = {}
+    touch: Touch | None = None
     for person in people:
         queries = build_queries(state, ctx, person if group else None)
         if not queries:
             continue
+        if touch is None and ctx.profile_limit:
+            touch = touch_of(queries[0][0])  # the request is the same for every participant
         limited = replace(ctx, max_sensitivity=min(ctx.max_sensitivity, ctx.group_max_sensitivity))
-        profile, found = person_memories(store, person, queries, limited if group else ctx)
-        for hits, is_profile in ((profile, True), (found, False)):
+        model, found = person_memories(store, person, queries, limited if group else ctx, touch)
+        for hits, is_model in ((model, True), (found, False)):
             for hit in hits:
                 ref = len(refs) + 1
                 refs[str(ref)] = hit.id
-                memories.append(_row(hit, ref, person if group else "", person, is_profile))
-        note_use(store, person, [h.id for h in (*profile, *found)])  # written in the background
+                memories.append(_row(hit, ref, person if group else "", person, is_model))
+        note_use(store, person, [h.id for h in (*model, *found)])  # written in the background
     return {"memories": memories, "memory_refs": refs}

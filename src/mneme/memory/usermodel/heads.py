@@ -18,11 +18,15 @@ HEADS = Heads(WEIGHTS, trainer="mneme.memory.usermodel.train")
 `constraint` (is it a hard limit), `change` (does it revise an earlier state), `domain` (of a
 request)."""
 
-DOMAIN_FLOOR = 0.08
-"""A domain below this probability touches nothing (the tail of a softmax is noise)."""
+DOMAIN_FLOOR = 0.2
+"""A domain less likely than this share of the most likely one touches nothing (the tail of a
+softmax is noise)."""
 RANK_DECAY = 0.12
 """A domain's aspects weigh 1.0, then this much less per place in its list, down to `RANK_MIN`."""
 RANK_MIN = 0.4
+NEAR_ASPECT = 0.15
+"""Aspects read with at least this probability besides the best one are kept as alternatives
+(a revision may replace a memory under any of them)."""
 
 
 def _local() -> object:
@@ -60,6 +64,8 @@ class Reading:
     """Probability that it is a hard limit (an allergy, a diet, a fear, a boundary)."""
     change: float
     """Probability that it revises an earlier state ("moved to Shanghai last month")."""
+    aspects: tuple[str, ...] = ()
+    """The likely aspects, best first (the top one and any other above `NEAR_ASPECT`)."""
 
 
 def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
@@ -75,6 +81,8 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
     out = []
     for i, text in enumerate(texts):
         best = int(np.argmax(aspects[i]))
+        order = np.argsort(-aspects[i])
+        near = tuple(aspect_head.labels[j] for j in order[:3] if j == best or aspects[i, j] >= NEAR_ASPECT)
         out.append(
             Reading(
                 text=text,
@@ -83,6 +91,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
                 aspect_p=float(aspects[i, best]),
                 constraint=float(constraint[i]),
                 change=float(change[i]),
+                aspects=near,
             )
         )
     return out
@@ -98,15 +107,21 @@ def domains_of(vector: np.ndarray) -> dict[str, float]:
 def touched(domains: dict[str, float]) -> dict[str, float]:
     """How much a request touches each aspect (0..1), from its domain probabilities.
 
-    Each domain lists the aspects it touches, most important first; an aspect's weight is the
-    best over domains of the domain's probability times the aspect's rank weight.
+    Each domain lists the aspects it touches, most important first. A domain counts by its
+    probability relative to the most likely one (a request the head reads as 45% dining and
+    30% cooking touches both); an aspect's weight is the best over domains of that share
+    times the aspect's rank weight in the domain.
     """
     tax = taxonomy()
+    top = max(domains.values(), default=0.0)
     out: dict[str, float] = {}
+    if top <= 0:
+        return out
     for key, p in domains.items():
-        if p < DOMAIN_FLOOR or key not in tax.domains:
+        share = p / top
+        if share < DOMAIN_FLOOR or key not in tax.domains:
             continue
         for rank, aspect in enumerate(tax.domains[key].aspects):
-            w = p * max(RANK_MIN, 1.0 - RANK_DECAY * rank)
+            w = share * max(RANK_MIN, 1.0 - RANK_DECAY * rank)
             out[aspect] = max(out.get(aspect, 0.0), w)
     return out

@@ -28,6 +28,9 @@ class Aspect:
     """A hard limit (diet, allergy, health, fears, boundaries) that outranks likes."""
     kind: Kind
     """How its memories are stored (`profile`: a keyed field; `semantic`: a fact)."""
+    area: str
+    """The part of life it belongs to (`work`, `places`, `food`...): a revision may replace a
+    memory of a neighbouring aspect of the same area."""
     sensitivity: int
     """0 ordinary, 1 personal, 2 sensitive (health, finance, identity)."""
     about: str
@@ -57,6 +60,11 @@ class Taxonomy:
         """The aspect of a key (None for an unknown or missing key)."""
         return self.aspects.get(key) if key else None
 
+    def same_area(self, a: str | None, b: str | None) -> bool:
+        """Whether two aspects belong to the same part of life."""
+        first, second = self.aspect(a), self.aspect(b)
+        return first is not None and second is not None and first.area == second.area
+
     def by_subject(self, subject: str | None) -> Aspect | None:
         """The aspect a profile field name belongs to (`location` -> residence)."""
         if not subject:
@@ -76,6 +84,7 @@ def _aspect(key: str, raw: dict[str, Any]) -> Aspect:
         single=bool(raw["single"]),
         constraint=bool(raw["constraint"]),
         kind="profile" if raw.get("kind") == "profile" else "semantic",
+        area=str(raw.get("area") or key),
         sensitivity=int(raw.get("sensitivity", 0)),
         about=str(raw.get("about", "")),
         subject=LEGACY_SUBJECTS.get(key, key),

@@ -1,0 +1,114 @@
+"""The read side of the user model: what a request's domain touches of a person, whatever words it uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langgraph.store.base import BaseStore
+
+from mneme.memory.record import MemoryHit
+from mneme.memory.search import SearchSettings, search
+from mneme.memory.usermodel.heads import domains_of, query_vector, touched
+
+TOUCH_MIN = 0.25
+"""An aspect a request touches less than this (0..1, see `heads.touched`) brings nothing in."""
+NEAR_WEIGHT = 0.7
+"""A memory's other likely aspects count this much of its main one's."""
+W_RELEVANCE = 1.0
+"""Weight of a memory's relevance to the request (its search score, 0..1) beside its touch."""
+MARGIN = 0.35
+"""Only memories scoring within this of the best one are shown: a request about hotels needs
+the hotel preference, not every travel habit the aspects reach."""
+CANDIDATES = 12
+"""User-model memories considered per person and turn (the best by relevance within the
+aspects the request touches)."""
+
+
+@dataclass(frozen=True)
+class Touch:
+    """What one request touches: its domains and the aspects they reach."""
+
+    domains: dict[str, float]
+    aspects: dict[str, float]
+
+    def top_domains(self, n: int = 2) -> list[tuple[str, float]]:
+        """The most likely domains, best first (for debugging and the benchmark)."""
+        return sorted(self.domains.items(), key=lambda kv: -kv[1])[:n]
+
+
+def touch_of(request: str) -> Touch:
+    """The domains of a request and the aspects of a person they touch."""
+    domains = domains_of(query_vector(request))
+    return Touch(domains=domains, aspects=touched(domains))
+
+
+def user_model_hits(
+    store: BaseStore,
+    person: str,
+    request: str,
+    queries: list[tuple[str, float]],
+    settings: SearchSettings,
+    limit: int,
+    touch: Touch | None = None,
+    relevant: list[MemoryHit] | None = None,
+) -> list[MemoryHit]:
+    """The memories of a person's user model this request needs, constraints first.
+
+    A restaurant request touches diet, allergies, drink and home, so "我不吃辣" is brought in
+    although the request names none of it; within the touched aspects the memories are ranked
+    by how much the request touches their aspect and by their relevance to the request.
+
+    Args:
+        store: The memory store.
+        person: Whose user model.
+        request: The new input (its domain decides what is touched).
+        queries: The retrieval queries (the new input first), for relevance.
+        settings: Search settings (sensitivity limit, ranking weights).
+        limit: At most this many memories.
+        touch: The request's touch, when already computed (several participants).
+        relevant: User-model memories the request resembles (from the turn's general
+            search): candidates too, whatever aspect they are under.
+
+    Returns:
+        Hits in the order they should be shown.
+    """
+    if limit <= 0 or not request.strip():
+        return []
+    touch = touch or touch_of(request)
+    aspects = sorted(a for a, w in touch.aspects.items() if w >= TOUCH_MIN)
+    pool = {h.id: h for h in relevant or [] if h.aspects}
+    hits = (
+        search(
+            store,
+            person,
+            queries,
+            SearchSettings(
+                limit=CANDIDATES,
+                kinds=("profile", "semantic"),
+                filters={"aspects": {"$in": aspects}},
+                max_sensitivity=settings.max_sensitivity,
+                min_relevance=0.0,
+                candidates=settings.candidates,
+                ranking=settings.ranking,
+            ),
+        )
+        if aspects
+        else []
+    )
+    pool.update({h.id: h for h in hits})
+    scored = [(touch_weight(hit, touch) + W_RELEVANCE * hit.score, hit) for hit in pool.values()]
+    if not scored:
+        return []
+    best = max(score for score, _ in scored)
+    kept = sorted((p for p in scored if p[0] >= best - MARGIN), key=lambda p: -p[0])[:limit]
+    kept.sort(key=lambda p: (not p[1].constraint, -p[0]))  # hard constraints first
+    return [hit for _, hit in kept]
+
+
+def touch_weight(hit: MemoryHit, touch: Touch) -> float:
+    """How much a request touches a memory: the best of its aspects (its main one counts fully)."""
+    aspects = hit.aspects or ([hit.aspect] if hit.aspect else [])
+    return max(
+        (touch.aspects.get(a, 0.0) * (1.0 if i == 0 else NEAR_WEIGHT) for i, a in enumerate(aspects)),
+        default=0.0,
+    )

@@ -1,0 +1,202 @@
+"""Offline reading of what a user said: the rules' candidates tagged with their aspect, plus the statements the classifiers keep."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from mneme.memory.extract import Candidate, clauses, extract
+from mneme.memory.usermodel.heads import Reading, read_statements
+from mneme.memory.usermodel.taxonomy import taxonomy
+
+MEMORABLE = 0.4
+"""A clause no rule read is kept when the `memorable` head gives it at least this probability."""
+CONSTRAINT = 0.5
+"""A kept statement is a hard constraint at this probability (or when its aspect is one)."""
+REVISES = 0.6
+"""A statement revises an earlier one of its aspect at this probability of the `change` head."""
+TENTATIVE = 0.15
+"""A clause below `MEMORABLE` but at least this memorable that reads as a revision is kept
+tentatively: only if it revises a memory the user already has."""
+EVENT_ASPECT = 0.5
+"""A dated event the rules read ("我上个月搬到上海了") also updates a single-valued aspect it
+changes (home, employer) when the classifier reads that aspect with at least this probability."""
+ASPECT_MIN = 0.3
+"""A memory stored as given (a tool, the API, an LLM without an aspect) is tagged with the aspect
+the classifier reads only at this probability or more."""
+MAX_CLAUSE_CHARS = 300
+"""Longer clauses are not statements about the speaker (a pasted text)."""
+
+_ADDITIVE = re.compile(r"也|另外|此外|还有|还会|还在|还养|还喜欢|\b(?:also|too|as well|either)\b", re.I)
+_HYPOTHETICAL = re.compile(r"^(?:如果|要是|假如|假设|万一|倘若|if\b|suppose\b|imagine\b|what if\b)", re.I)
+_QUESTION_END = re.compile(r"(?:[?？]|[吗呢嘛][。.!！~～]*)\s*$")
+_OTHERS = (
+    "朋友|同事|老板|领导|上司|邻居|同学|室友|舍友|客户|网友|闺蜜|哥们|师傅|老师|医生|房东|"
+    "friend|boss|coworker|co-worker|colleague|neighbou?r|roommate|flatmate|classmate|client|"
+    "manager|teacher|doctor|landlord|buddy|mate"
+)
+_ABOUT_OTHERS = re.compile(
+    rf"^(?:(?:我|我的|我们|我们的)?(?:{_OTHERS})|(?:他|她|他们|她们|人家|别人|大家)(?!们)|"
+    rf"(?:my|our)\s+(?:\w+\s+)?(?:{_OTHERS})s?(?:'s?)?\b|(?:he|she|they)\b)",
+    re.I,
+)
+
+
+def is_question(clause: str) -> bool:
+    """Whether a clause asks something (a question mark, or a Chinese question particle at its end)."""
+    return bool(_QUESTION_END.search(clause.strip()))
+
+
+def adds_to(clause: str) -> bool:
+    """Whether a clause adds to what was said before ("芒果也过敏", "I also swim"): no revision."""
+    return bool(_ADDITIVE.search(clause))
+
+
+def is_hypothetical(clause: str) -> bool:
+    """Whether a clause starts as a supposition ("如果我搬到上海的话…", "If I ever get a dog…")."""
+    return bool(_HYPOTHETICAL.match(clause.strip()))
+
+
+def about_someone_else(clause: str) -> bool:
+    """Whether a clause's subject is another person outside the speaker's family.
+
+    "我同事不吃香菜" or "My neighbor's kid goes to UCLA" say nothing about the speaker, although
+    they read almost like "我不吃香菜": an embedding barely tells them apart, the grammatical
+    subject does. Family members stay: what is true of the speaker's child is part of their life.
+    """
+    return bool(_ABOUT_OTHERS.match(clause.strip()))
+
+
+def _importance(constraint: bool, single: bool) -> float:
+    return 0.8 if constraint else 0.6 if single else 0.5
+
+
+def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
+    aspect = taxonomy().aspects[reading.aspect]
+    constraint = aspect.constraint or reading.constraint >= CONSTRAINT
+    return Candidate(
+        tentative=tentative,
+        kind=aspect.kind,
+        text=reading.text.strip(),
+        importance=_importance(constraint, aspect.single),
+        sensitivity=aspect.sensitivity,
+        evidence=reading.text,
+        tags=["user_model"],
+        aspect=aspect.key,
+        constraint=constraint,
+        revises=reading.change >= REVISES and not adds_to(reading.text),
+        near=reading.aspects,
+    )
+
+
+def _changes_a_field(reading: Reading, clause: str) -> bool:
+    aspect = taxonomy().aspects[reading.aspect]
+    return (
+        aspect.single
+        and reading.aspect_p >= EVENT_ASPECT
+        and reading.memorable >= MEMORABLE
+        and not about_someone_else(clause)
+    )
+
+
+def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
+    """A rule's candidate with the aspect its field names, or the one the classifier reads."""
+    if cand.aspect is not None or cand.action == "forget":
+        return cand
+    tax = taxonomy()
+    by_field = tax.by_subject(cand.subject)
+    if by_field is not None:
+        return replace(cand, aspect=by_field.key, constraint=by_field.constraint)
+    if cand.subject is not None or cand.kind == "episodic" or reading is None:
+        return cand  # an order, an event: not part of the user model
+    aspect = tax.aspects[reading.aspect]
+    return replace(
+        cand,
+        aspect=aspect.key,
+        constraint=aspect.constraint or reading.constraint >= CONSTRAINT,
+        revises=cand.revises or (reading.change >= REVISES and not adds_to(reading.text)),
+        near=reading.aspects,
+    )
+
+
+def _merge(cands: list[Candidate], zh: bool) -> list[Candidate]:
+    """Adjacent statements of one aspect in one message become one memory (one thought)."""
+    out: list[Candidate] = []
+    for cand in cands:
+        prev = out[-1] if out else None
+        if prev is not None and "user_model" in prev.tags and prev.aspect == cand.aspect:
+            joiner = "" if zh else " "
+            out[-1] = replace(
+                prev,
+                text=f"{prev.text}{joiner}{cand.text}",
+                evidence=f"{prev.evidence}{joiner}{cand.evidence}",
+                constraint=prev.constraint or cand.constraint,
+                revises=prev.revises or cand.revises,
+                tentative=prev.tentative and cand.tentative,
+                importance=max(prev.importance, cand.importance),
+                sensitivity=max(prev.sensitivity, cand.sensitivity),
+            )
+        else:
+            out.append(cand)
+    return out
+
+
+def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
+    """The memory candidates of one user message, offline.
+
+    The rules read what they have patterns for (a courier, an order number, a name, a dated
+    event, a forget request) with structured values; every clause is also read by the
+    classifiers on the bundled embedding model, which keep the statements about the speaker
+    that no rule saw ("我是做前端开发的", "Shellfish gives me hives") and tag every candidate with
+    the aspect of the person it is about.
+
+    Args:
+        text: What the user said.
+        now: When it was said (for relative dates).
+
+    Returns:
+        Candidates in the user's language.
+    """
+    now = now or datetime.now(UTC)
+    ruled = extract(text, now=now)
+    parts = [c for c in clauses(text) if len(c) <= MAX_CLAUSE_CHARS]
+    readings = read_statements(parts)
+    used: set[int] = set()
+    out: list[Candidate] = []
+    new: list[Candidate] = []
+    for clause, reading in zip(parts, readings, strict=True):
+        mine = [i for i, c in enumerate(ruled) if i not in used and c.evidence and c.evidence in clause]
+        if is_hypothetical(clause):
+            used.update(i for i in mine if ruled[i].action != "forget")  # a supposition is no fact
+            continue
+        if mine:
+            used.update(mine)
+            out.extend(_tagged(ruled[i], reading) for i in mine)
+            if all(ruled[i].kind == "episodic" for i in mine) and _changes_a_field(reading, clause):
+                new.append(_new_candidate(reading))
+            continue
+        if is_question(clause) or about_someone_else(clause):
+            continue
+        if reading.memorable >= MEMORABLE:
+            new.append(_new_candidate(reading))
+        elif reading.memorable >= TENTATIVE and reading.change >= REVISES and not adds_to(clause):
+            new.append(_new_candidate(reading, tentative=True))
+    out.extend(_tagged(c, None) for i, c in enumerate(ruled) if i not in used)
+    zh = bool(re.search(r"[\u4e00-\u9fff]", text))
+    return out + _merge(new, zh)
+
+
+def tag_aspect(cand: Candidate) -> Candidate:
+    """A candidate that did not come from `read_message` (a tool, the API, an LLM) tagged with its aspect.
+
+    Events, forget requests and keyed fields outside the user model (an order) stay untagged.
+    """
+    if cand.aspect is not None or cand.action == "forget" or cand.kind == "episodic":
+        return cand
+    if cand.subject is not None and taxonomy().by_subject(cand.subject) is None:
+        return cand
+    reading = read_statements([cand.evidence or cand.text])[0]
+    if cand.subject is None and reading.aspect_p < ASPECT_MIN:
+        return cand
+    return _tagged(cand, reading)
