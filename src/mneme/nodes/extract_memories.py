@@ -30,9 +30,17 @@ log = logging.getLogger("mneme.extract")
 
 
 def turn_messages(state: State) -> list[AnyMessage]:
-    """The messages of the current turn (from its first user message on)."""
+    """The messages of the current turn (from its first user message on).
+
+    The turn starts at `turn_start` (set by `ingest`); in a graph without `ingest`, at the
+    last user message.
+    """
     ids = [m.id for m in state.messages]
-    start = ids.index(state.turn_start) if state.turn_start in ids else max(0, len(ids) - 1)
+    if state.turn_start in ids:
+        start = ids.index(state.turn_start)
+    else:
+        humans = [i for i, m in enumerate(state.messages) if isinstance(m, HumanMessage)]
+        start = humans[-1] if humans else max(0, len(ids) - 1)
     return list(state.messages[start:])
 
 
