@@ -39,13 +39,12 @@ from langchain.agents.middleware.types import (
     ModelResponse,
 )
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from mneme.context import Context, context_of
+from mneme.context import context_of
 from mneme.nodes import build_context, ingest, make_extract_memories, make_summarize, retrieve_memories
-from mneme.nodes.agent import note_session
 from mneme.nodes.build_context import Rendered, assemble, counter_of
 from mneme.state import MemoryFields, State, as_state
 from mneme.tokens import message_text
@@ -157,14 +156,10 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any, Any]):
     # -- after the agent: once per run ------------------------------------------------------
 
     def after_agent(self, state: MemoryAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """The session recap, `summarize` if the history is over budget, then `extract_memories`."""
+        """`summarize` if the history is over budget, then `extract_memories` (and the session recap)."""
         view = as_state(state)
         if not view.messages:
             return None
-        ctx: Context = context_of(runtime)
-        last = view.messages[-1]
-        if isinstance(last, AIMessage) and not last.tool_calls:
-            note_session(replace(view, messages=view.messages[:-1]), last, ctx, runtime)
         update: dict[str, Any] = {}
         update.update(self._summarize(view, runtime=runtime))
         update.update(self._extract(view, runtime=runtime))

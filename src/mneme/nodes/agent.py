@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -38,7 +39,11 @@ _bound: dict[tuple[int, tuple[str, ...]], Runnable[Any, Any]] = {}
 
 
 def model_input(
-    state: Any, runtime: Runtime[Any], model: str | BaseChatModel | None = None
+    state: Any,
+    runtime: Runtime[Any],
+    model: str | BaseChatModel | None = None,
+    *,
+    system_prompt: str | None = None,
 ) -> list[AnyMessage]:
     """The budgeted request for your own agent node: system prompt, memories, summary, history.
 
@@ -46,11 +51,17 @@ def model_input(
         state: The graph's state (`State`, a `MemoryState` dict, or any object with its keys).
         runtime: The node's runtime (its context gives the user and the budgets).
         model: The model the request is for (picks the token counter); None: `Context.model`.
+        system_prompt: Your agent's system prompt, pinned first; None: `Context.system_prompt`.
 
     Returns:
         The messages to send, inside `context_window - budget_output` tokens.
+
+    Raises:
+        InputError: the system prompt alone is over `budget_system`.
     """
     ctx = context_of(runtime)
+    if system_prompt is not None:
+        ctx = replace(ctx, system_prompt=system_prompt)
     return assemble(as_state(state), ctx, counter_of(ctx, model)).messages
 
 
