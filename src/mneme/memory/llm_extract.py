@@ -241,21 +241,27 @@ class LLMExtractor:
         Raises:
             Exception: whatever the model call raised (network, quota, provider errors).
         """
+        import openai
+
+        try:
+            return self._ask(messages)
+        except openai.LengthFinishReasonError as exc:  # the OpenAI SDK's word for a cut-off reply
+            choice = exc.completion.choices[0] if exc.completion.choices else None
+            return Reply(text=(choice.message.content or "") if choice else "", cut_off=True)
+
+    def _ask(self, messages: list[BaseMessage]) -> Reply:
         if self._structured is not None:
             import openai
 
             try:
                 out = self._structured.invoke(messages)
-            except openai.LengthFinishReasonError as exc:  # truncated at max_tokens
-                choice = exc.completion.choices[0] if exc.completion.choices else None
-                return Reply(text=(choice.message.content or "") if choice else "", cut_off=True)
             except openai.BadRequestError as exc:
                 if not _SCHEMA_REFUSED.search(str(exc)):
                     raise
                 # The provider takes no JSON schema (DeepSeek, older servers): JSON mode from now on.
                 log.warning("mneme: structured output refused (%s); extraction uses JSON mode", exc)
                 self._structured = None
-                return self.ask(messages)
+                return self._ask(messages)
             parsed = out.get("parsed")
             raw = out.get("raw")
             text = _content(raw) if isinstance(raw, BaseMessage) else str(raw or "")
