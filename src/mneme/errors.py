@@ -25,3 +25,7 @@ class HomeLockedError(MnemeError, RuntimeError):
 
 class ConfigError(MnemeError, ValueError):
     """A setting names something mneme cannot build (unknown model, missing package)."""
+
+
+class ModelError(MnemeError, RuntimeError):
+    """The chat model could not answer: its server is down, too slow, or refused the request."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, Protocol, Required
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph import add_messages
@@ -75,6 +76,67 @@ class State(InputState):
     """Small numbers shown to the model for memories (`"1"` -> memory id); tools map them back."""
     writes: list[dict[str, Any]] = field(default_factory=list)
     """Memory changes made by the last turn (operation, id, text)."""
+
+
+class MemoryFields(TypedDict, total=False):
+    """The keys mneme's memory stages keep beside `messages`; add them to a state of your own.
+
+    Which stage reads and writes which key:
+
+    | key | written by | read by |
+    |---|---|---|
+    | `turn_start` | `ingest` | `extract_memories` (without it: from the last user message on) |
+    | `task` | `ingest` | `retrieve_memories` (slots join the query), `build_context`, `summarize` |
+    | `participants` | `ingest` | `retrieve_memories` (without it: the run's user) |
+    | `recaps` | `ingest` (first turn of a session) | `build_context` |
+    | `memories`, `memory_refs` | `retrieve_memories`; the memory tools add refs | `build_context`, the memory tools |
+    | `prompt`, `token_usage` | `build_context` | your agent (`prompt["memory_block"]`), debugging |
+    | `summary` | `summarize` | `build_context` |
+    | `writes` | `extract_memories` | you (what the turn stored) |
+
+    Every stage reads `messages`; `ingest` and `summarize` also change it. Every key is
+    optional: a stage that finds none uses the default of `State`.
+    """
+
+    summary: str
+    memories: list[dict[str, Any]]
+    recaps: list[dict[str, Any]]
+    task: TaskState
+    participants: list[str]
+    turn_start: str
+    prompt: dict[str, Any]
+    token_usage: dict[str, int]
+    memory_refs: dict[str, str]
+    writes: list[dict[str, Any]]
+
+
+class MemoryState(MemoryFields):
+    """A `TypedDict` state for a graph of your own that uses mneme's nodes: extend it.
+
+    ```python
+    class MyState(MemoryState):
+        mood: str
+    ```
+    """
+
+    messages: Required[Annotated[list[AnyMessage], add_messages]]
+    group: GroupInput | None
+    """A group-chat burst for `ingest` (optional)."""
+
+
+def as_state(value: Any) -> State:
+    """The `State` view of any state: a `State`, a dict (`MemoryState`, `AgentState`), an object.
+
+    Keys that `State` does not know are ignored; missing or None ones take their defaults.
+    """
+    if isinstance(value, State):
+        return value
+    names = [f.name for f in fields(State)]
+    if isinstance(value, Mapping):
+        found = {k: value[k] for k in names if k in value}
+    else:
+        found = {k: getattr(value, k) for k in names if hasattr(value, k)}
+    return State(**{k: v for k, v in found.items() if v is not None})
 
 
 class Node(Protocol):

@@ -101,6 +101,8 @@ class GateStats:
     """Model calls made, retries included."""
     retries: int = 0
     """Calls repeated after a reply failed validation."""
+    valid_first: int = 0
+    """Extractions whose first reply passed validation."""
     queued: int = 0
     """Turns whose extraction failed and wait in the pending queue."""
 
@@ -122,6 +124,7 @@ class GateStats:
                 "saved": self.saved,
                 "llm_calls": self.llm_calls,
                 "retries": self.retries,
+                "valid_first": self.valid_first,
                 "queued": self.queued,
                 "sent_share": round(self.sent / self.turns, 4) if self.turns else 0.0,
             }

@@ -12,6 +12,7 @@ malformed reply never loses what the user said.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,12 +28,16 @@ from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate
 from mneme.memory.gate import STATS
 from mneme.memory.record import Kind, MemoryRecord, lang_of
 
+log = logging.getLogger("mneme.extract")
+
 MAX_SHOWN = 10
 """At most this many existing memories are shown to the model."""
 MAX_MEMORY_CHARS = 500
 """A memory the model proposes may not be longer than this."""
 _SUBJECT = re.compile(r"^[a-z][a-z0-9_]{0,40}(?::[\w-]{1,60})?$")
 _LANG_NAMES = {"zh": "Chinese", "en": "English"}
+_SCHEMA_REFUSED = re.compile(r"response_format|json_schema|structured output", re.I)
+"""A provider's 400 that refuses the JSON-schema request itself (not, say, a context overflow)."""
 
 
 class MemoryOp(BaseModel):
@@ -125,11 +130,11 @@ def _json_of(text: str) -> Any:
     return json.loads(body[start : end + 1] if end > start else body[start:])
 
 
-def parse(reply: str, refs: RefMap, lang: str) -> list[Candidate]:
+def parse(reply: str | ExtractionResult, refs: RefMap, lang: str) -> list[Candidate]:
     """Validate a reply and turn it into candidates.
 
     Args:
-        reply: The model's text.
+        reply: The model's text, or the result its structured output already parsed.
         refs: The numbers that were shown.
         lang: The user's language (`zh`, `en`); memories must be written in it.
 
@@ -140,10 +145,13 @@ def parse(reply: str, refs: RefMap, lang: str) -> list[Candidate]:
         ValueError: with a message fit to send back to the model.
     """
     try:
-        data = _json_of(reply)
-        if isinstance(data, list):
-            data = {"memories": data}
-        result = ExtractionResult.model_validate(data)
+        if isinstance(reply, ExtractionResult):
+            result = reply
+        else:
+            data = _json_of(reply)
+            if isinstance(data, list):
+                data = {"memories": data}
+            result = ExtractionResult.model_validate(data)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the reply is not valid JSON ({exc.msg} at position {exc.pos})") from None
     except ValidationError as exc:
@@ -192,20 +200,77 @@ def parse(reply: str, refs: RefMap, lang: str) -> list[Candidate]:
     return out
 
 
+CUT_OFF = (
+    "the reply was cut off at the output token limit, so it is not complete JSON: "
+    "reply with fewer and shorter memories"
+)
+"""The validation error of a reply that stopped at `max_tokens`."""
+
+
+@dataclass
+class Reply:
+    """One answer of the model: its text and, from structured output, the parsed result."""
+
+    text: str
+    parsed: ExtractionResult | None = None
+    cut_off: bool = False
+
+
 class LLMExtractor:
     """Extracts memory operations with a chat model; see the module docstring."""
 
     def __init__(self, model: BaseChatModel) -> None:
-        """Wrap a chat model (JSON mode is asked for when the model supports it)."""
+        """Wrap a chat model (structured output in JSON-schema mode when it is OpenAI-compatible)."""
         self.model = model
         self._runnable: Any = model
+        self._structured: Any = None
         try:
             from langchain_openai import ChatOpenAI
 
             if isinstance(model, ChatOpenAI):
                 self._runnable = model.bind(response_format={"type": "json_object"})
+                self._structured = model.with_structured_output(
+                    ExtractionResult, method="json_schema", include_raw=True
+                )
         except ImportError:  # pragma: no cover - langchain-openai is a dependency
             pass
+
+    def ask(self, messages: list[BaseMessage]) -> Reply:
+        """One model call.
+
+        Raises:
+            Exception: whatever the model call raised (network, quota, provider errors).
+        """
+        import openai
+
+        try:
+            return self._ask(messages)
+        except openai.LengthFinishReasonError as exc:  # the OpenAI SDK's word for a cut-off reply
+            choice = exc.completion.choices[0] if exc.completion.choices else None
+            return Reply(text=(choice.message.content or "") if choice else "", cut_off=True)
+
+    def _ask(self, messages: list[BaseMessage]) -> Reply:
+        if self._structured is not None:
+            import openai
+
+            try:
+                out = self._structured.invoke(messages)
+            except openai.BadRequestError as exc:
+                if not _SCHEMA_REFUSED.search(str(exc)):
+                    raise
+                # The provider takes no JSON schema (DeepSeek, older servers): JSON mode from now on.
+                log.warning("mneme: structured output refused (%s); extraction uses JSON mode", exc)
+                self._structured = None
+                return self._ask(messages)
+            parsed = out.get("parsed")
+            raw = out.get("raw")
+            text = _content(raw) if isinstance(raw, BaseMessage) else str(raw or "")
+            return Reply(text=text, parsed=parsed if isinstance(parsed, ExtractionResult) else None)
+        reply = self._runnable.invoke(messages)
+        if isinstance(reply, BaseMessage):
+            cut = (reply.response_metadata or {}).get("finish_reason") == "length"
+            return Reply(text=_content(reply), cut_off=cut)
+        return Reply(text=str(reply))
 
     def prompt(self, texts: Sequence[str], refs: RefMap, now: datetime) -> list[BaseMessage]:
         """The messages sent to the model."""
@@ -246,12 +311,14 @@ class LLMExtractor:
         for attempt in range(2):
             STATS.count(llm_calls=1, retries=1 if attempt else 0)
             try:
-                reply = self._runnable.invoke(messages)
+                reply = self.ask(messages)
             except Exception as exc:  # network, quota, provider errors: queue and retry later
                 raise ExtractionFailed(f"the model call failed: {type(exc).__name__}: {exc}") from exc
-            reply_text = _content(reply) if isinstance(reply, BaseMessage) else str(reply)
+            reply_text = reply.text
             try:
-                return parse(reply_text, refs, lang)
+                if reply.cut_off:
+                    raise ValueError(CUT_OFF)
+                candidates = parse(reply.parsed if reply.parsed is not None else reply_text, refs, lang)
             except ValueError as exc:
                 error = str(exc)
                 messages = [
@@ -259,4 +326,8 @@ class LLMExtractor:
                     AIMessage(content=reply_text),
                     HumanMessage(content=prompts.EXTRACT_RETRY.format(error=error)),
                 ]
+                continue
+            if attempt == 0:
+                STATS.count(valid_first=1)
+            return candidates
         raise ExtractionFailed(error, reply_text)

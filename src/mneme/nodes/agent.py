@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, messages_to_dict
+from langchain_core.messages import AIMessage, AnyMessage, messages_to_dict
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
 from mneme import debuglog, recap
 from mneme.context import Context, context_of, thread_id
+from mneme.errors import MnemeError, ModelError
 from mneme.models import model_name, resolve_model
 from mneme.nodes.build_context import assemble, counter_of
-from mneme.state import Node, State
+from mneme.state import Node, State, as_state
 
 log = logging.getLogger("mneme.agent")
 
@@ -33,6 +36,47 @@ def bound_model(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) ->
 
 
 _bound: dict[tuple[int, tuple[str, ...]], Runnable[Any, Any]] = {}
+
+
+def model_input(
+    state: Any,
+    runtime: Runtime[Any],
+    model: str | BaseChatModel | None = None,
+    *,
+    system_prompt: str | None = None,
+) -> list[AnyMessage]:
+    """The budgeted request for your own agent node: system prompt, memories, summary, history.
+
+    Args:
+        state: The graph's state (`State`, a `MemoryState` dict, or any object with its keys).
+        runtime: The node's runtime (its context gives the user and the budgets).
+        model: The model the request is for (picks the token counter); None: `Context.model`.
+        system_prompt: Your agent's system prompt, pinned first; None: `Context.system_prompt`.
+
+    Returns:
+        The messages to send, inside `context_window - budget_output` tokens.
+
+    Raises:
+        InputError: the system prompt alone is over `budget_system`.
+    """
+    ctx = context_of(runtime)
+    if system_prompt is not None:
+        ctx = replace(ctx, system_prompt=system_prompt)
+    return assemble(as_state(state), ctx, counter_of(ctx, model)).messages
+
+
+def call_model(chat: Runnable[Any, Any], messages: list[AnyMessage], spec: str | BaseChatModel | None) -> Any:
+    """Invoke the model; a failure (server down, timeout, refusal) becomes a clear `ModelError`."""
+    try:
+        return chat.invoke(messages)
+    except (MnemeError, GraphBubbleUp):
+        raise
+    except Exception as exc:
+        where = getattr(resolve_model(spec), "openai_api_base", None)
+        at = f" at {where}" if where else ""
+        raise ModelError(
+            f"mneme: the chat model {model_name(spec)!r}{at} did not answer: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def note_session(state: State, reply: AIMessage, ctx: Context, runtime: Runtime[Context]) -> None:
@@ -67,7 +111,7 @@ def make_agent(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> 
                     "messages": messages_to_dict(messages),
                 },
             )
-        response = bound_model(spec, tools).invoke(messages)
+        response = call_model(bound_model(spec, tools), messages, spec)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=str(getattr(response, "content", response)))
         if not response.tool_calls:

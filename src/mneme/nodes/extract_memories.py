@@ -11,10 +11,11 @@ turn twice never duplicates a memory.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
@@ -23,6 +24,7 @@ from mneme.memory.pipeline import Pipeline
 from mneme.memory.queue import PendingJob
 from mneme.memory.record import MemoryChange, check_user
 from mneme.memory.worker import worker
+from mneme.nodes.agent import note_session
 from mneme.state import Node, State
 from mneme.tokens import message_text
 
@@ -30,9 +32,17 @@ log = logging.getLogger("mneme.extract")
 
 
 def turn_messages(state: State) -> list[AnyMessage]:
-    """The messages of the current turn (from its first user message on)."""
+    """The messages of the current turn (from its first user message on).
+
+    The turn starts at `turn_start` (set by `ingest`); in a graph without `ingest`, at the
+    last user message.
+    """
     ids = [m.id for m in state.messages]
-    start = ids.index(state.turn_start) if state.turn_start in ids else max(0, len(ids) - 1)
+    if state.turn_start in ids:
+        start = ids.index(state.turn_start)
+    else:
+        humans = [i for i, m in enumerate(state.messages) if isinstance(m, HumanMessage)]
+        start = humans[-1] if humans else max(0, len(ids) - 1)
     return list(state.messages[start:])
 
 
@@ -110,8 +120,15 @@ def make_extract_memories(
     """Build the `extract_memories` node for a model (None: the run's `Context.model`)."""
 
     def extract_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Write what the user said this turn to long-term memory (or queue it)."""
+        """Write what the user said this turn to long-term memory (or queue it).
+
+        A turn that ended with a reply also updates the session's recap (what the user's next
+        session starts with); after mneme's own `agent`, which already did, nothing changes.
+        """
         ctx = context_of(runtime)
+        last = state.messages[-1] if state.messages else None
+        if runtime.store is not None and isinstance(last, AIMessage) and not last.tool_calls:
+            note_session(replace(state, messages=state.messages[:-1]), last, ctx, runtime)
         if ctx.extraction == "off" or runtime.store is None:
             return {"writes": []}
         spec = model if model is not None else (ctx.model or None)
