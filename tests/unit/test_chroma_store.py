@@ -78,8 +78,12 @@ def test_unindexed_items_are_listed_but_never_similar(chroma_store: ChromaStore)
     ns = ("memory_history", "dave")
     chroma_store.put(ns, "row", {"text": "green tea"}, index=False)
     chroma_store.put(("memories", "dave"), "m", {"text": "green tea"})
-    assert chroma_store.search(ns, query="green tea") == []
+    # As in LangGraph's stores: a query lists unindexed items after every scored one, unscored.
+    assert [(i.key, i.score) for i in chroma_store.search(ns, query="green tea")] == [("row", None)]
     assert [i.key for i in chroma_store.search(ns)] == ["row"]
+    chroma_store.put(ns, "scored", {"text": "black tea"})
+    hits = chroma_store.search(ns, query="green tea")
+    assert [h.key for h in hits] == ["scored", "row"] and hits[0].score is not None and hits[1].score is None
 
 
 def test_list_namespaces(chroma_store: ChromaStore) -> None:

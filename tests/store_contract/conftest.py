@@ -1,0 +1,126 @@
+"""The stores LangGraph's own store test suites build, built as mneme's `ChromaStore` instead.
+
+The test files beside this one are LangGraph's (MIT, see `LICENSE`), changed only where they
+build a store: each store here is a `ChromaStore` on a fresh temporary folder (Chroma's embedded
+client on disk, as `ChromaStore.open` makes it), with LangGraph's deterministic
+`CharacterEmbeddings` as its index. The SQL stores' `setup()` (migrations) has nothing to do on
+Chroma; the async stores' TTL methods are coroutines, so the async flavour wraps them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.store.base import TTLConfig
+
+from mneme.store.chroma import ChromaStore
+from tests.store_contract.embed_test_utils import CharacterEmbeddings
+
+_open: list[ChromaStore] = []
+_folder: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def _chroma_folders(tmp_path: Path) -> Iterator[None]:
+    """Stores made during a test live under its `tmp_path` and are closed after it."""
+    _folder[:] = [tmp_path]
+    yield
+    while _open:
+        store = _open.pop()
+        store.close()
+    _folder.clear()
+
+
+@pytest.fixture
+def fake_embeddings() -> CharacterEmbeddings:
+    return CharacterEmbeddings(dims=500)
+
+
+class ContractStore(ChromaStore):
+    """`ChromaStore` with the `setup()` that LangGraph's SQL stores have (no migrations here)."""
+
+    def setup(self) -> None:
+        """Nothing to migrate: Chroma collections are made on first write."""
+
+
+class AsyncContractStore(ChromaStore):
+    """`ChromaStore` with the coroutine flavour of the SQL stores' setup and TTL methods."""
+
+    async def setup(self) -> None:  # type: ignore[override]
+        """Nothing to migrate."""
+
+    async def sweep_ttl(self) -> int:  # type: ignore[override]
+        return await asyncio.to_thread(self._sweep)
+
+    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Any:  # type: ignore[override]
+        return ChromaStore.start_ttl_sweeper(self, sweep_interval_minutes)
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
+        return await asyncio.to_thread(ChromaStore.stop_ttl_sweeper, self, timeout)
+
+
+def index_config(index: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A LangGraph index config (SQLite's `text_fields`, Postgres's `fields`) as `ChromaStore`'s."""
+    if not index:
+        return None
+    out = {"dims": index["dims"], "embed": index["embed"]}
+    fields = index.get("fields", index.get("text_fields"))
+    if fields is not None:
+        out["fields"] = fields
+    return out
+
+
+def new_store(
+    index: dict[str, Any] | None = None,
+    ttl: TTLConfig | None = None,
+    *,
+    cls: type[ChromaStore] = ContractStore,
+) -> Any:
+    """A `ChromaStore` (of `cls`) on a new folder under the test's temporary folder."""
+    folder = tempfile.mkdtemp(prefix="chroma-", dir=_folder[0] if _folder else None)
+    store = cls.open(folder, index=index_config(index), ttl=ttl)  # type: ignore[arg-type]
+    _open.append(store)
+    return store
+
+
+class ChromaAsSqliteStore:
+    """Stands where the suites build `SqliteStore.from_conn_string(...)`."""
+
+    @staticmethod
+    @contextmanager
+    def from_conn_string(
+        conn_string: str, *, index: dict[str, Any] | None = None, ttl: TTLConfig | None = None
+    ) -> Iterator[Any]:
+        store = new_store(index, ttl)
+        try:
+            yield store
+        finally:
+            store.stop_ttl_sweeper()
+
+
+class ChromaAsAsyncSqliteStore:
+    """Stands where the suites build `AsyncSqliteStore.from_conn_string(...)`."""
+
+    @staticmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        conn_string: str, *, index: dict[str, Any] | None = None, ttl: TTLConfig | None = None
+    ) -> AsyncIterator[Any]:
+        store = new_store(index, ttl, cls=AsyncContractStore)
+        try:
+            yield store
+        finally:
+            ChromaStore.stop_ttl_sweeper(store)
+
+
+class ChromaAsInMemoryStore(ContractStore):
+    """Stands where the suites build `InMemoryStore(index=...)`: a `ChromaStore` on a new folder."""
+
+    def __new__(cls, *, index: dict[str, Any] | None = None) -> Any:  # noqa: D102
+        return new_store(index, cls=ContractStore)
