@@ -16,20 +16,25 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import chromadb
 import pytest
+from chromadb.config import Settings
 from langgraph.store.base import TTLConfig
+from tests.store_contract.embed_test_utils import CharacterEmbeddings
 
 from mneme.store.chroma import ChromaStore
-from tests.store_contract.embed_test_utils import CharacterEmbeddings
 
 _open: list[ChromaStore] = []
 _folder: list[Path] = []
 
 
 @pytest.fixture(autouse=True)
-def _chroma_folders(tmp_path: Path) -> Iterator[None]:
-    """Stores made during a test live under its `tmp_path` and are closed after it."""
-    _folder[:] = [tmp_path]
+def _chroma_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Stores made during a test live in a temporary folder of its own and are closed after it.
+
+    (Not `tmp_path`: pytest-retry, which runs the suites' `flaky` tests again, loses it.)
+    """
+    _folder[:] = [tmp_path_factory.mktemp("chroma")]
     yield
     while _open:
         store = _open.pop()
@@ -89,13 +94,13 @@ def new_store(
     return store
 
 
-class ChromaAsSqliteStore:
-    """Stands where the suites build `SqliteStore.from_conn_string(...)`."""
+class ChromaAsSqlStore:
+    """Stands where the suites build `SqliteStore` / `PostgresStore.from_conn_string(...)`."""
 
     @staticmethod
     @contextmanager
     def from_conn_string(
-        conn_string: str, *, index: dict[str, Any] | None = None, ttl: TTLConfig | None = None
+        conn_string: str, *, index: Any = None, ttl: TTLConfig | None = None, **_: Any
     ) -> Iterator[Any]:
         store = new_store(index, ttl)
         try:
@@ -104,13 +109,13 @@ class ChromaAsSqliteStore:
             store.stop_ttl_sweeper()
 
 
-class ChromaAsAsyncSqliteStore:
-    """Stands where the suites build `AsyncSqliteStore.from_conn_string(...)`."""
+class ChromaAsAsyncSqlStore:
+    """Stands where the suites build `AsyncSqliteStore` / `AsyncPostgresStore.from_conn_string(...)`."""
 
     @staticmethod
     @asynccontextmanager
     async def from_conn_string(
-        conn_string: str, *, index: dict[str, Any] | None = None, ttl: TTLConfig | None = None
+        conn_string: str, *, index: Any = None, ttl: TTLConfig | None = None, **_: Any
     ) -> AsyncIterator[Any]:
         store = new_store(index, ttl, cls=AsyncContractStore)
         try:
@@ -122,5 +127,8 @@ class ChromaAsAsyncSqliteStore:
 class ChromaAsInMemoryStore(ContractStore):
     """Stands where the suites build `InMemoryStore(index=...)`: a `ChromaStore` on a new folder."""
 
-    def __new__(cls, *, index: dict[str, Any] | None = None) -> Any:  # noqa: D102
-        return new_store(index, cls=ContractStore)
+    def __init__(self, *, index: Any = None) -> None:
+        folder = tempfile.mkdtemp(prefix="chroma-", dir=_folder[0] if _folder else None)
+        client = chromadb.PersistentClient(path=folder, settings=Settings(anonymized_telemetry=False))
+        super().__init__(client, index=index_config(index))
+        _open.append(self)
