@@ -10,6 +10,8 @@ Chroma; the async stores' TTL methods are coroutines, so the async flavour wraps
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -20,12 +22,17 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 from langgraph.store.base import TTLConfig
-from tests.store_contract.embed_test_utils import CharacterEmbeddings
 
 from mneme.store.chroma import ChromaStore
+from tests.store_contract.embed_test_utils import CharacterEmbeddings
 
 _open: list[ChromaStore] = []
 _folder: list[Path] = []
+
+
+_RAM = Path("/dev/shm")
+"""Where the stores go when the machine has it: a RAM-backed folder is still Chroma's on-disk
+client and code path, without a disk flush per write (5 ms instead of 35 ms a put here)."""
 
 
 @pytest.fixture(autouse=True)
@@ -34,12 +41,20 @@ def _chroma_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
     (Not `tmp_path`: pytest-retry, which runs the suites' `flaky` tests again, loses it.)
     """
-    _folder[:] = [tmp_path_factory.mktemp("chroma")]
+    ram = _RAM.is_dir() and os.access(_RAM, os.W_OK)
+    folder = (
+        Path(tempfile.mkdtemp(prefix="mneme-contract-", dir=_RAM))
+        if ram
+        else tmp_path_factory.mktemp("chroma")
+    )
+    _folder[:] = [folder]
     yield
     while _open:
         store = _open.pop()
         store.close()
     _folder.clear()
+    if ram:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -67,7 +82,7 @@ class AsyncContractStore(ChromaStore):
         return ChromaStore.start_ttl_sweeper(self, sweep_interval_minutes)
 
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
-        return await asyncio.to_thread(ChromaStore.stop_ttl_sweeper, self, timeout)
+        return await asyncio.to_thread(self._stop_sweeper, timeout)
 
 
 def index_config(index: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -121,7 +136,7 @@ class ChromaAsAsyncSqlStore:
         try:
             yield store
         finally:
-            ChromaStore.stop_ttl_sweeper(store)
+            store._stop_sweeper(None)
 
 
 class ChromaAsInMemoryStore(ContractStore):

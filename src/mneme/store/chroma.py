@@ -429,7 +429,7 @@ class ChromaStore(BaseStore):
 
     def close(self) -> None:
         """Stop the TTL sweeper and release the Chroma client."""
-        self.stop_ttl_sweeper()
+        self._stop_sweeper(None)
         close = getattr(self.client, "close", None)
         try:
             if close is not None:
@@ -1009,7 +1009,8 @@ class ChromaStore(BaseStore):
         """
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
         if not self.ttl_config:
-            future.set_result(None)
+            if not future.done():
+                future.set_result(None)
             return future
         if self._sweeper is not None and self._sweeper.is_alive():
             future.add_done_callback(lambda f: self._sweep_stop.set() if f.cancelled() else None)
@@ -1025,7 +1026,8 @@ class ChromaStore(BaseStore):
                         logger.info("mneme store: swept %d expired items", swept)
                 except Exception:
                     logger.exception("mneme store: TTL sweep failed")
-            future.set_result(None)
+            if not future.done():
+                future.set_result(None)
 
         self._sweeper = threading.Thread(target=loop, name="mneme-ttl-sweeper", daemon=True)
         self._sweeper.start()
@@ -1040,6 +1042,9 @@ class ChromaStore(BaseStore):
         Returns:
             True if it stopped (or was not running), False if the wait timed out.
         """
+        return self._stop_sweeper(timeout)
+
+    def _stop_sweeper(self, timeout: float | None) -> bool:
         if self._sweeper is None or not self._sweeper.is_alive():
             return True
         self._sweep_stop.set()
