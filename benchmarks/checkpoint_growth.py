@@ -106,10 +106,12 @@ def run_thread(marks: list[int], settings: dict[str, Any], durability: str = "as
             ratios.append(full / request)
             if i in marks:
                 state = graph.get_state(cfg).values
+                sizes = db_bytes(home.checkpoint_path)
                 rows.append(
                     {
                         "turns": i,
-                        **db_bytes(home.checkpoint_path),
+                        **sizes,
+                        "bytes_per_turn_so_far": round(sizes["file_bytes"] / i),
                         "messages_in_state": len(state["messages"]),
                         "summary_mentions_order": ORDER in state.get("summary", ""),
                         "order_id_in_task_state": (state.get("task") or {}).get("slots", {}).get("order_id")
@@ -132,6 +134,16 @@ def growth(rows: list[dict[str, Any]], key: str = "file_bytes") -> dict[str, dic
     out = {}
     for a, b in itertools.pairwise(rows):
         out[f"{a['turns']}->{b['turns']}"] = {
+            "bytes_per_turn": round((b[key] - a[key]) / (b["turns"] - a["turns"])),
+            "blob_bytes_per_turn": round(
+                (
+                    b["checkpoint_blob_bytes"]
+                    + b["write_blob_bytes"]
+                    - a["checkpoint_blob_bytes"]
+                    - a["write_blob_bytes"]
+                )
+                / (b["turns"] - a["turns"])
+            ),
             "bytes_ratio": round(b[key] / a[key], 2),
             "linear_would_be": round(b["turns"] / a["turns"], 2),
             "quadratic_would_be": round((b["turns"] / a["turns"]) ** 2, 2),

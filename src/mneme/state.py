@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Protocol
 
 from langchain_core.messages import AnyMessage
-from langgraph.graph import add_messages
+from langgraph.channels import DeltaChannel
+from langgraph.graph.message import _messages_delta_reducer
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
@@ -44,8 +45,12 @@ class TaskState(TypedDict, total=False):
 class InputState:
     """What a caller sends: new messages, or a group-chat burst."""
 
-    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
-    """The conversation; new user messages are appended by the caller."""
+    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)] = field(default_factory=list)
+    """The conversation; new user messages are appended by the caller.
+
+    Checkpointed as a delta (LangGraph's `DeltaChannel`): each checkpoint keeps only the
+    messages its step wrote, and a full copy every 100 updates, instead of the whole list at
+    every step, which made a thread's checkpoints grow by ~225 KB a turn."""
     group: GroupInput | None = None
     """A group-chat burst; `ingest` turns it into one structured user message."""
 
