@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -283,3 +284,32 @@ def test_concurrent_async_calls_share_a_batch_and_one_bad_call_fails_alone(chrom
     assert [i.value["text"] for i in items] == [f"t{i}" for i in range(40)]
     assert isinstance(error, InputError)
     assert calls[:2] == [40, 41]  # 40 puts in one batch, then 40 gets and the bad search
+
+
+def test_the_served_store_takes_ttl_from_langgraph_json(tmp_path, monkeypatch, embeddings) -> None:
+    from mneme import home as home_mod
+    from mneme.errors import ConfigError
+    from mneme.store import served
+
+    monkeypatch.setenv("MNEME_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(home_mod, "resolve_embeddings", lambda _: embeddings)
+    monkeypatch.setenv(
+        "LANGGRAPH_STORE", json.dumps({"ttl": {"default_ttl": 0.02, "sweep_interval_minutes": 0.01}})
+    )
+    store = served.store()
+    try:
+        assert store.ttl_config == {"default_ttl": 0.02, "sweep_interval_minutes": 0.01}
+        store.put(("memories", "max"), "k", {"text": "x"})  # no ttl given: the default, 1.2 s
+        store.put(("memories", "max"), "keep", {"text": "y"}, ttl=None)
+        time.sleep(2.5)  # expired, and swept by the thread (every 0.6 s)
+        assert store.get(("memories", "max"), "k", refresh_ttl=False) is None
+        assert store.get(("memories", "max"), "keep") is not None
+    finally:
+        store.stop_ttl_sweeper()
+        opened = home_mod._homes.get((tmp_path / "home").resolve())
+        if opened is not None:
+            opened._refs = 1
+            opened.close()
+    for bad in ({"ttl": {"default_ttl": -1}}, {"ttl": {"forever": True}}, {"ttl": 5}):
+        with pytest.raises(ConfigError, match=r"store\.ttl"):
+            served.ttl_from_config(bad)
