@@ -154,23 +154,29 @@ def growth(rows: list[dict[str, Any]], key: str = "file_bytes") -> dict[str, dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="100 and 200 turns (and 100 unfolded)")
+    parser.add_argument(
+        "--defaults-only", action="store_true", help="only the default thread (no exit-mode or unfolded runs)"
+    )
     args = parser.parse_args()
     marks = [100, 200] if args.quick else [100, 200, 500]
     unfolded_marks = [50, 100] if args.quick else [100, 200]
     print("with running summaries (defaults):")
     folded = run_thread(marks, {})
-    print("with running summaries and one checkpoint per turn (durability='exit'):")
-    exit_rows = run_thread(unfolded_marks if args.quick else marks[:2], {}, durability="exit")
-    print("without summarization (the whole thread stays in the state):")
-    unfolded = run_thread(unfolded_marks, NO_FOLDING)
-    result = {
+    result: dict[str, Any] = {
         "quick": args.quick,
         "with_summaries": {"rows": folded, "growth": growth(folded)},
-        "with_summaries_durability_exit": {"rows": exit_rows, "growth": growth(exit_rows)},
-        "without_summaries": {"rows": unfolded, "growth": growth(unfolded), "settings": NO_FOLDING},
     }
+    series = [("with summaries", folded)]
+    if not args.defaults_only:
+        print("with running summaries and one checkpoint per turn (durability='exit'):")
+        exit_rows = run_thread(unfolded_marks if args.quick else marks[:2], {}, durability="exit")
+        print("without summarization (the whole thread stays in the state):")
+        unfolded = run_thread(unfolded_marks, NO_FOLDING)
+        result["with_summaries_durability_exit"] = {"rows": exit_rows, "growth": growth(exit_rows)}
+        result["without_summaries"] = {"rows": unfolded, "growth": growth(unfolded), "settings": NO_FOLDING}
+        series += [("durability=exit", exit_rows), ("without", unfolded)]
     path = write_result("checkpoint_growth", result)
-    for name, rows in (("with summaries", folded), ("durability=exit", exit_rows), ("without", unfolded)):
+    for name, rows in series:
         sizes = ", ".join(f"{r['turns']} turns {r['file_bytes'] / 1e6:.1f} MB" for r in rows)
         print(f"{name}: {sizes}")
     print(f"growth with summaries: {result['with_summaries']['growth']} -> {path}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Protocol
 
@@ -12,6 +13,25 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from mneme.context import Context
+
+SNAPSHOT_EVERY = 20
+"""Updates between full copies of a per-turn field in the checkpoints (see `Latest`)."""
+
+
+def latest(value: Any, writes: Sequence[Any]) -> Any:
+    """Reducer of a field that each write replaces (the last write of a batch wins)."""
+    return writes[-1] if writes else value
+
+
+def Latest() -> DeltaChannel[Any]:
+    """A field written once or twice a turn, checkpointed as a delta rather than at every step.
+
+    LangGraph's SQLite saver copies every field into every checkpoint, about seven a turn;
+    a `DeltaChannel` keeps only the step's own write (a full copy every `SNAPSHOT_EVERY`
+    updates), and LangGraph puts the value back together on read, so a resumed run sees
+    exactly what the interrupted one had.
+    """
+    return DeltaChannel(latest, snapshot_frequency=SNAPSHOT_EVERY)
 
 
 class GroupMessage(TypedDict, total=False):
@@ -59,11 +79,11 @@ class InputState:
 class State(InputState):
     """Everything checkpointed for a thread."""
 
-    summary: str = ""
+    summary: Annotated[str, Latest()] = ""
     """Running summary of the turns folded out of `messages`."""
-    memories: list[dict[str, Any]] = field(default_factory=list)
+    memories: Annotated[list[dict[str, Any]], Latest()] = field(default_factory=list)
     """Long-term memories retrieved for this turn (what was injected)."""
-    recaps: list[dict[str, Any]] = field(default_factory=list)
+    recaps: Annotated[list[dict[str, Any]], Latest()] = field(default_factory=list)
     """Summaries of the user's previous sessions, loaded when this session started
     (`id`, `thread_id`, `date`, `text`), newest first."""
     task: TaskState = field(default_factory=lambda: TaskState(slots={}))
@@ -72,13 +92,13 @@ class State(InputState):
     """Speakers of the current turn (one user, or the people of a group chat)."""
     turn_start: str = ""
     """Id of the first message of the current turn."""
-    prompt: dict[str, Any] = field(default_factory=dict)
+    prompt: Annotated[dict[str, Any], Latest()] = field(default_factory=dict)
     """What `build_context` decided: the memory block and where the history window starts."""
-    token_usage: dict[str, int] = field(default_factory=dict)
+    token_usage: Annotated[dict[str, int], Latest()] = field(default_factory=dict)
     """Tokens per part of the last model request (for debugging budgets)."""
-    memory_refs: dict[str, str] = field(default_factory=dict)
+    memory_refs: Annotated[dict[str, str], Latest()] = field(default_factory=dict)
     """Small numbers shown to the model for memories (`"1"` -> memory id); tools map them back."""
-    writes: list[dict[str, Any]] = field(default_factory=list)
+    writes: Annotated[list[dict[str, Any]], Latest()] = field(default_factory=list)
     """Memory changes made by the last turn (operation, id, text)."""
 
 
