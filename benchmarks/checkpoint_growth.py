@@ -175,7 +175,7 @@ def main() -> None:
         result["with_summaries_durability_exit"] = {"rows": exit_rows, "growth": growth(exit_rows)}
         result["without_summaries"] = {"rows": unfolded, "growth": growth(unfolded), "settings": NO_FOLDING}
         series += [("durability=exit", exit_rows), ("without", unfolded)]
-    path = write_result("checkpoint_growth", result)
+    path = write_result("checkpoint_growth_defaults" if args.defaults_only else "checkpoint_growth", result)
     for name, rows in series:
         sizes = ", ".join(f"{r['turns']} turns {r['file_bytes'] / 1e6:.1f} MB" for r in rows)
         print(f"{name}: {sizes}")
