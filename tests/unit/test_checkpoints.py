@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Annotated
 
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, StateGraph, add_messages
 from langgraph.store.memory import InMemoryStore
+from typing_extensions import TypedDict
 
 from mneme.checkpoints import CompactSqliteSaver
 from mneme.graph import build_graph
@@ -41,4 +45,35 @@ def test_a_thread_written_by_sqlitesaver_goes_on_with_short_versions(
     assert len(versions["messages"]) == 12 and len(max(versions.values())) == 12  # the newest sort last
     assert int(versions["messages"]) > int(before.checkpoint["channel_versions"]["messages"].split(".")[0])
     assert [t for t, _ in _say(graph, "thanks")] == ["human", "ai"] * 3
+    conn.close()
+
+
+class Before(TypedDict):
+    """How mneme's state was checkpointed before: whole values at every step."""
+
+    messages: Annotated[list, add_messages]
+    summary: str
+
+
+def test_a_thread_checkpointed_before_delta_channels_is_read_whole(
+    tmp_path: Path, mem_store: InMemoryStore
+) -> None:
+    """Threads from before `messages` & co. became delta channels keep their history."""
+
+    def earlier(state: Before) -> dict:
+        return {"messages": [AIMessage("you said you live in Lyon")], "summary": "The user lives in Lyon."}
+
+    conn = sqlite3.connect(tmp_path / "c.db", check_same_thread=False)
+    saver = CompactSqliteSaver(conn)
+    saver.setup()
+    old = StateGraph(Before).add_node(earlier).add_edge(START, "earlier").compile(checkpointer=saver)
+    old.invoke({"messages": [HumanMessage("I live in Lyon")]}, CFG)
+
+    graph = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    values = graph.get_state(CFG).values
+    assert [m.content for m in values["messages"]] == ["I live in Lyon", "you said you live in Lyon"]
+    assert values["summary"] == "The user lives in Lyon."
+    said = _say(graph, "thanks")
+    assert said[:3] == [("human", "I live in Lyon"), ("ai", "you said you live in Lyon"), ("human", "thanks")]
+    assert graph.get_state(CFG).values["summary"] == "The user lives in Lyon."
     conn.close()
