@@ -105,7 +105,7 @@ def new_store(
 ) -> Any:
     """A `ChromaStore` (of `cls`) on a new folder under the test's temporary folder."""
     if os.environ.get("STORE_CONTRACT_BACKEND") == "inmemory":  # for comparison only, by hand
-        return (_AsyncInMemory if cls is AsyncContractStore else _InMemory)(index=index)
+        return (_AsyncInMemory if cls is AsyncContractStore else _InMemory)(index=index_config(index))  # type: ignore[arg-type]
     folder = tempfile.mkdtemp(prefix="chroma-", dir=_folder[0] if _folder else None)
     store = cls.open(folder, index=index_config(index), ttl=ttl)  # type: ignore[arg-type]
     _open.append(store)
