@@ -389,6 +389,7 @@ class ChromaStore(BaseStore):
             asyncio.AbstractEventLoop, list[tuple[Op, asyncio.Future[Any]]]
         ]
         self._pending = weakref.WeakKeyDictionary()
+        self._pending_lock = threading.Lock()  # loops in other threads may share this store
         self._running: set[asyncio.Task[None]] = set()
         self._sweeper: threading.Thread | None = None
         self._sweep_stop = threading.Event()
@@ -579,15 +580,17 @@ class ChromaStore(BaseStore):
             return await asyncio.to_thread(self.batch, ops)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
-        queue = self._pending.get(loop)
-        if queue is None:
-            queue = self._pending[loop] = []
-            loop.call_soon(self._flush, loop)
-        queue.append((ops[0], fut))
+        with self._pending_lock:
+            queue = self._pending.get(loop)
+            if queue is None:
+                queue = self._pending[loop] = []
+                loop.call_soon(self._flush, loop)
+            queue.append((ops[0], fut))
         return [await fut]
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
-        queue = self._pending.pop(loop, None)
+        with self._pending_lock:
+            queue = self._pending.pop(loop, None)
         if queue:
             task = loop.create_task(self._run_together(queue))
             self._running.add(task)
@@ -730,7 +733,7 @@ class ChromaStore(BaseStore):
                 got = col.get(where=flt.where, include=["metadatas"], limit=page, offset=pos)
                 for key, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
                     row = _Row(ns, key, dict(meta))
-                    if self._expired(row.meta, now) or not flt.admits(row.meta, row.value):
+                    if self._expired(row.meta, now) or (flt.checks and not flt.admits(row.meta, row.value)):
                         continue
                     if skip:
                         skip -= 1
@@ -782,7 +785,7 @@ class ChromaStore(BaseStore):
                 multi: list[_Row] = []
                 for key, meta, dist in zip(ids, (res["metadatas"] or [[]])[0], dists, strict=False):
                     row = _Row(ns, str(key), dict(meta))
-                    if self._expired(row.meta, now) or not flt.admits(row.meta, row.value):
+                    if self._expired(row.meta, now) or (flt.checks and not flt.admits(row.meta, row.value)):
                         continue
                     if not row.meta.get(_INDEXED) or not math.isfinite(float(dist)):
                         unscored.append(row)
@@ -809,7 +812,9 @@ class ChromaStore(BaseStore):
                         got = col.get(ids=missing, include=["metadatas"])
                         for key, meta in zip(got["ids"], got["metadatas"] or [], strict=False):
                             row = _Row(ns, str(key), dict(meta), score=-math.inf)
-                            if self._expired(row.meta, now) or not flt.admits(row.meta, row.value):
+                            if self._expired(row.meta, now) or (
+                                flt.checks and not flt.admits(row.meta, row.value)
+                            ):
                                 continue
                             if int(row.meta.get(_VECTORS) or 1) > 1:
                                 scored[(ns, row.key)] = row
