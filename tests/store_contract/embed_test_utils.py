@@ -1,9 +1,6 @@
 # Ported from langchain-ai/langgraph, libs/checkpoint/tests/embed_test_utils.py
 # at commit f09cfe8ffc1eeffd68f4b628ed69c30f7cad229f (MIT licence: see LICENSE beside this file).
-# Changed for mneme, and only here: the store under test is mneme's ChromaStore on a temporary
-# folder (the fixtures and constructors below build it through tests/store_contract/conftest.py,
-# with LangGraph's deterministic CharacterEmbeddings), imports follow the move, and tests of
-# no store's internals are skipped, each with its reason. Every other line is upstream's.
+# Unchanged.
 """Embedding utilities for testing."""
 
 import math

@@ -1,9 +1,11 @@
 # Ported from langchain-ai/langgraph, libs/checkpoint-sqlite/tests/test_ttl.py
 # at commit f09cfe8ffc1eeffd68f4b628ed69c30f7cad229f (MIT licence: see LICENSE beside this file).
-# Changed for mneme, and only here: the store under test is mneme's ChromaStore on a temporary
-# folder (the fixtures and constructors below build it through tests/store_contract/conftest.py,
-# with LangGraph's deterministic CharacterEmbeddings), imports follow the move, and tests of
-# SqliteStore's internals are skipped, each with its reason. Every other line is upstream's.
+# Changed for mneme, and only there (lines marked `mneme:`, and skips): the store under test
+# is mneme's ChromaStore on a temporary folder, built through tests/store_contract/conftest.py
+# with LangGraph's deterministic CharacterEmbeddings; imports follow the move; fixture
+# parameters that pick SqliteStore's own options run once; tests of SqliteStore's internals, or of
+# behaviour only SqliteStore has, are skipped, each with its reason.
+# Every other line is upstream's.
 """Test SQLite store Time-To-Live (TTL) functionality."""
 
 import asyncio
