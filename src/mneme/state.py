@@ -14,8 +14,13 @@ from typing_extensions import TypedDict
 
 from mneme.context import Context
 
-SNAPSHOT_EVERY = 20
-"""Updates between full copies of a per-turn field in the checkpoints (see `Latest`)."""
+SNAPSHOT_EVERY = 5
+"""Updates between full copies of a per-turn field in the checkpoints (see `Latest`): about
+one a turn, so a read replays at most five turns' writes."""
+MESSAGES_SNAPSHOT_EVERY = 20
+"""Message updates between full copies of the message window (about four a turn): every ~5
+turns ~25 KB more, but a read walks back ~35 checkpoints instead of ~175 (LangGraph's default
+of 100 updates made `get_state` on a long thread take ~150 ms here)."""
 
 
 def latest(value: Any, writes: Sequence[Any]) -> Any:
@@ -65,12 +70,14 @@ class TaskState(TypedDict, total=False):
 class InputState:
     """What a caller sends: new messages, or a group-chat burst."""
 
-    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)] = field(default_factory=list)
+    messages: Annotated[
+        list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY)
+    ] = field(default_factory=list)
     """The conversation; new user messages are appended by the caller.
 
     Checkpointed as a delta (LangGraph's `DeltaChannel`): each checkpoint keeps only the
-    messages its step wrote, and a full copy every 100 updates, instead of the whole list at
-    every step, which made a thread's checkpoints grow by ~225 KB a turn."""
+    messages its step wrote, and a full copy every `MESSAGES_SNAPSHOT_EVERY` updates, instead
+    of the whole list at every step, which made a thread's checkpoints grow by ~225 KB a turn."""
     group: GroupInput | None = None
     """A group-chat burst; `ingest` turns it into one structured user message."""
 
