@@ -77,3 +77,21 @@ def test_a_thread_checkpointed_before_delta_channels_is_read_whole(
     assert said[:3] == [("human", "I live in Lyon"), ("ai", "you said you live in Lyon"), ("human", "thanks")]
     assert graph.get_state(CFG).values["summary"] == "The user lives in Lyon."
     conn.close()
+
+
+def test_a_read_of_a_long_thread_replays_only_its_last_few_turns(
+    tmp_path: Path, mem_store: InMemoryStore
+) -> None:
+    """Every delta channel gets a full copy every few turns, so `get_state` never walks far back."""
+    conn = sqlite3.connect(tmp_path / "c.db", check_same_thread=False)
+    saver = CompactSqliteSaver(conn)
+    saver.setup()
+    graph = build_graph(model="offline", checkpointer=saver, store=mem_store)
+    for i in range(14):
+        _say(graph, f"message {i}: I like green tea and long walks")
+    steps_per_turn = len(list(saver.list(CFG))) / 14
+    counters = saver.get_tuple(CFG).metadata["counters_since_delta_snapshot"]  # type: ignore[union-attr]
+    assert set(counters) >= {"messages", "summary", "recaps", "memories", "prompt"}
+    # [updates, supersteps] since each channel's last full copy: a handful of turns at most.
+    assert max(steps for _, steps in counters.values()) <= 6 * steps_per_turn
+    conn.close()
