@@ -106,10 +106,12 @@ def run_thread(marks: list[int], settings: dict[str, Any], durability: str = "as
             ratios.append(full / request)
             if i in marks:
                 state = graph.get_state(cfg).values
+                sizes = db_bytes(home.checkpoint_path)
                 rows.append(
                     {
                         "turns": i,
-                        **db_bytes(home.checkpoint_path),
+                        **sizes,
+                        "bytes_per_turn_so_far": round(sizes["file_bytes"] / i),
                         "messages_in_state": len(state["messages"]),
                         "summary_mentions_order": ORDER in state.get("summary", ""),
                         "order_id_in_task_state": (state.get("task") or {}).get("slots", {}).get("order_id")
@@ -132,6 +134,16 @@ def growth(rows: list[dict[str, Any]], key: str = "file_bytes") -> dict[str, dic
     out = {}
     for a, b in itertools.pairwise(rows):
         out[f"{a['turns']}->{b['turns']}"] = {
+            "bytes_per_turn": round((b[key] - a[key]) / (b["turns"] - a["turns"])),
+            "blob_bytes_per_turn": round(
+                (
+                    b["checkpoint_blob_bytes"]
+                    + b["write_blob_bytes"]
+                    - a["checkpoint_blob_bytes"]
+                    - a["write_blob_bytes"]
+                )
+                / (b["turns"] - a["turns"])
+            ),
             "bytes_ratio": round(b[key] / a[key], 2),
             "linear_would_be": round(b["turns"] / a["turns"], 2),
             "quadratic_would_be": round((b["turns"] / a["turns"]) ** 2, 2),
@@ -142,23 +154,29 @@ def growth(rows: list[dict[str, Any]], key: str = "file_bytes") -> dict[str, dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="100 and 200 turns (and 100 unfolded)")
+    parser.add_argument(
+        "--defaults-only", action="store_true", help="only the default thread (no exit-mode or unfolded runs)"
+    )
     args = parser.parse_args()
     marks = [100, 200] if args.quick else [100, 200, 500]
     unfolded_marks = [50, 100] if args.quick else [100, 200]
     print("with running summaries (defaults):")
     folded = run_thread(marks, {})
-    print("with running summaries and one checkpoint per turn (durability='exit'):")
-    exit_rows = run_thread(unfolded_marks if args.quick else marks[:2], {}, durability="exit")
-    print("without summarization (the whole thread stays in the state):")
-    unfolded = run_thread(unfolded_marks, NO_FOLDING)
-    result = {
+    result: dict[str, Any] = {
         "quick": args.quick,
         "with_summaries": {"rows": folded, "growth": growth(folded)},
-        "with_summaries_durability_exit": {"rows": exit_rows, "growth": growth(exit_rows)},
-        "without_summaries": {"rows": unfolded, "growth": growth(unfolded), "settings": NO_FOLDING},
     }
-    path = write_result("checkpoint_growth", result)
-    for name, rows in (("with summaries", folded), ("durability=exit", exit_rows), ("without", unfolded)):
+    series = [("with summaries", folded)]
+    if not args.defaults_only:
+        print("with running summaries and one checkpoint per turn (durability='exit'):")
+        exit_rows = run_thread(unfolded_marks if args.quick else marks[:2], {}, durability="exit")
+        print("without summarization (the whole thread stays in the state):")
+        unfolded = run_thread(unfolded_marks, NO_FOLDING)
+        result["with_summaries_durability_exit"] = {"rows": exit_rows, "growth": growth(exit_rows)}
+        result["without_summaries"] = {"rows": unfolded, "growth": growth(unfolded), "settings": NO_FOLDING}
+        series += [("durability=exit", exit_rows), ("without", unfolded)]
+    path = write_result("checkpoint_growth_defaults" if args.defaults_only else "checkpoint_growth", result)
+    for name, rows in series:
         sizes = ", ".join(f"{r['turns']} turns {r['file_bytes'] / 1e6:.1f} MB" for r in rows)
         print(f"{name}: {sizes}")
     print(f"growth with summaries: {result['with_summaries']['growth']} -> {path}")

@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from mneme.checkpoints import CompactSqliteSaver
 from mneme.embeddings import embedding_dims, resolve_embeddings
 from mneme.errors import HomeLockedError
 from mneme.memory.usage import flush_uses
@@ -96,7 +97,7 @@ class Home:
             conn.execute("PRAGMA busy_timeout=30000")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._conn = conn
-            self._checkpointer = SqliteSaver(conn)
+            self._checkpointer = CompactSqliteSaver(conn)
             self._checkpointer.setup()
         return self._checkpointer
 

@@ -117,6 +117,7 @@ class Sessions:
         self.store = store
         self._owner = owner
         self._repo = Repo(store)
+        self._reader: Any = None
 
     @classmethod
     def open(
@@ -189,11 +190,17 @@ class Sessions:
         return {"configurable": {"thread_id": thread_id, "user_id": user_id}}
 
     def state(self, thread_id: str) -> dict[str, Any]:
-        """The latest checkpointed values of a thread (empty if it has none)."""
-        saved = self.checkpointer.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-        if saved is None:
-            return {}
-        return dict(saved.checkpoint.get("channel_values") or {})
+        """The latest checkpointed values of a thread (empty if it has none).
+
+        Read through the graph: its messages are checkpointed as deltas, which only the
+        graph's channels put back together.
+        """
+        if self._reader is None:
+            from mneme.graph import make_builder
+
+            self._reader = make_builder().compile(checkpointer=self.checkpointer)
+        snapshot = self._reader.get_state({"configurable": {"thread_id": thread_id}})
+        return dict(snapshot.values or {})
 
     # -- writes ------------------------------------------------------------------------------
 

@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Protocol, Required
 
 from langchain_core.messages import AnyMessage
+from langgraph.channels import DeltaChannel
 from langgraph.graph import add_messages
+from langgraph.graph.message import _messages_delta_reducer
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from mneme.context import Context
+
+SNAPSHOT_EVERY = 5
+"""Updates between full copies of a per-turn field in the checkpoints (see `Latest`): about
+one a turn, so a read replays at most five turns' writes."""
+MESSAGES_SNAPSHOT_EVERY = 20
+"""Message updates between full copies of the message window (about four a turn): every ~5
+turns ~25 KB more, but a read walks back ~35 checkpoints instead of ~175 (LangGraph's default
+of 100 updates made `get_state` on a long thread take ~150 ms here)."""
+
+
+def latest(value: Any, writes: Sequence[Any]) -> Any:
+    """Reducer of a field that each write replaces (the last write of a batch wins)."""
+    return writes[-1] if writes else value
+
+
+def Latest() -> DeltaChannel[Any]:
+    """A field written once or twice a turn, checkpointed as a delta rather than at every step.
+
+    LangGraph's SQLite saver copies every field into every checkpoint, about seven a turn;
+    a `DeltaChannel` keeps only the step's own write (a full copy every `SNAPSHOT_EVERY`
+    updates), and LangGraph puts the value back together on read, so a resumed run sees
+    exactly what the interrupted one had.
+    """
+    return DeltaChannel(latest, snapshot_frequency=SNAPSHOT_EVERY)
 
 
 class GroupMessage(TypedDict, total=False):
@@ -45,8 +71,14 @@ class TaskState(TypedDict, total=False):
 class InputState:
     """What a caller sends: new messages, or a group-chat burst."""
 
-    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
-    """The conversation; new user messages are appended by the caller."""
+    messages: Annotated[
+        list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY)
+    ] = field(default_factory=list)
+    """The conversation; new user messages are appended by the caller.
+
+    Checkpointed as a delta (LangGraph's `DeltaChannel`): each checkpoint keeps only the
+    messages its step wrote, and a full copy every `MESSAGES_SNAPSHOT_EVERY` updates, instead
+    of the whole list at every step, which made a thread's checkpoints grow by ~225 KB a turn."""
     group: GroupInput | None = None
     """A group-chat burst; `ingest` turns it into one structured user message."""
 
@@ -55,11 +87,11 @@ class InputState:
 class State(InputState):
     """Everything checkpointed for a thread."""
 
-    summary: str = ""
+    summary: Annotated[str, Latest()] = ""
     """Running summary of the turns folded out of `messages`."""
-    memories: list[dict[str, Any]] = field(default_factory=list)
+    memories: Annotated[list[dict[str, Any]], Latest()] = field(default_factory=list)
     """Long-term memories retrieved for this turn (what was injected)."""
-    recaps: list[dict[str, Any]] = field(default_factory=list)
+    recaps: Annotated[list[dict[str, Any]], Latest()] = field(default_factory=list)
     """Summaries of the user's previous sessions, loaded when this session started
     (`id`, `thread_id`, `date`, `text`), newest first."""
     task: TaskState = field(default_factory=lambda: TaskState(slots={}))
@@ -68,13 +100,13 @@ class State(InputState):
     """Speakers of the current turn (one user, or the people of a group chat)."""
     turn_start: str = ""
     """Id of the first message of the current turn."""
-    prompt: dict[str, Any] = field(default_factory=dict)
+    prompt: Annotated[dict[str, Any], Latest()] = field(default_factory=dict)
     """What `build_context` decided: the memory block and where the history window starts."""
-    token_usage: dict[str, int] = field(default_factory=dict)
+    token_usage: Annotated[dict[str, int], Latest()] = field(default_factory=dict)
     """Tokens per part of the last model request (for debugging budgets)."""
-    memory_refs: dict[str, str] = field(default_factory=dict)
+    memory_refs: Annotated[dict[str, str], Latest()] = field(default_factory=dict)
     """Small numbers shown to the model for memories (`"1"` -> memory id); tools map them back."""
-    writes: list[dict[str, Any]] = field(default_factory=list)
+    writes: Annotated[list[dict[str, Any]], Latest()] = field(default_factory=list)
     """Memory changes made by the last turn (operation, id, text)."""
 
 

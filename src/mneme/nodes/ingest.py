@@ -184,7 +184,10 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """
     ctx = context_of(runtime)
     user = check_user(ctx.user_id)
-    updates: dict[str, Any] = {"group": None, "writes": []}
+    # `summary` and `recaps` are re-written every turn, though they seldom change: they are
+    # delta channels (`state.Latest`), and a read walks back to their last full copy, which
+    # comes every few writes; unwritten, that walk would reach the thread's first turn.
+    updates: dict[str, Any] = {"group": None, "writes": [], "summary": state.summary, "recaps": state.recaps}
     participants = [user]
     new_messages: list[AnyMessage] = []
     if state.group:
