@@ -88,9 +88,9 @@ def run(split: str = "all", verbose: bool = False) -> dict[str, Any]:
     result = {"split": split, "seconds": round(time.perf_counter() - t0, 1), **score(rows)}
     if verbose:
         for r in rows:
-            bad = (r["type"] == "utterance" and (r["fact"] != r["kept"] or (not r["fact"] and r["stored"]))) or (
-                r["type"] == "pair" and not r["ok"]
-            )
+            bad = (
+                r["type"] == "utterance" and (r["fact"] != r["kept"] or (not r["fact"] and r["stored"]))
+            ) or (r["type"] == "pair" and not r["ok"])
             if bad:
                 print(json.dumps(r, ensure_ascii=False))
     return result
@@ -129,7 +129,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", default="all", choices=("tune", "report", "all"))
     parser.add_argument("--verbose", action="store_true", help="print every miss")
-    parser.add_argument("--save", action="store_true", help="write benchmarks/results/user_model_extraction.json")
+    parser.add_argument(
+        "--save", action="store_true", help="write benchmarks/results/user_model_extraction.json"
+    )
     args = parser.parse_args()
     if args.split == "all" and args.save:
         result = {"tune": run("tune"), "report": run("report")}

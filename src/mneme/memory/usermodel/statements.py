@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from mneme.memory.extract import Candidate, clauses, extract
+from mneme.memory.extract import Candidate, clauses, extract, segments
 from mneme.memory.usermodel.heads import Reading, read_statements
 from mneme.memory.usermodel.taxonomy import taxonomy
 
@@ -161,30 +161,48 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     now = now or datetime.now(UTC)
     ruled = extract(text, now=now)
     parts = [c for c in clauses(text) if len(c) <= MAX_CLAUSE_CHARS]
-    readings = read_statements(parts)
+    pieces = {p: segments(p) for p in parts}
+    # One batch: each clause, its comma-separated pieces, and what each rule read its fact from.
+    texts = list(dict.fromkeys([*parts, *(s for p in parts for s in pieces[p] if s != p)]))
+    texts += [e for e in dict.fromkeys(c.evidence for c in ruled if c.evidence) if e not in texts]
+    read = dict(zip(texts, read_statements(texts), strict=True))
     used: set[int] = set()
     out: list[Candidate] = []
     new: list[Candidate] = []
-    for clause, reading in zip(parts, readings, strict=True):
+    for clause in parts:
+        reading = read[clause]
         mine = [i for i, c in enumerate(ruled) if i not in used and c.evidence and c.evidence in clause]
         if is_hypothetical(clause):
             used.update(i for i in mine if ruled[i].action != "forget")  # a supposition is no fact
             continue
         if mine:
             used.update(mine)
-            out.extend(_tagged(ruled[i], reading) for i in mine)
+            out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
             if all(ruled[i].kind == "episodic" for i in mine) and _changes_a_field(reading, clause):
                 new.append(_new_candidate(reading))
             continue
         if is_question(clause) or about_someone_else(clause):
             continue
-        if reading.memorable >= MEMORABLE:
-            new.append(_new_candidate(reading))
-        elif reading.memorable >= TENTATIVE and reading.change >= REVISES and not adds_to(clause):
-            new.append(_new_candidate(reading, tentative=True))
-    out.extend(_tagged(c, None) for i, c in enumerate(ruled) if i not in used)
+        new.extend(_statements(clause, reading, [read[s] for s in pieces[clause] if s in read]))
+    out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return out + _merge(new, zh)
+
+
+def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Candidate]:
+    """The statements of a clause no rule read.
+
+    One, or one per piece when its pieces say different things ("我的邮箱是…，我不吃辣"); a
+    piece that only explains ("吃了会起疹子") stays with the clause.
+    """
+    kept = [p for p in parts if p.memorable >= MEMORABLE and not is_question(p.text)]
+    if len(kept) >= 2 and len({p.aspect for p in kept}) >= 2:
+        return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
+    if reading.memorable >= MEMORABLE:
+        return [_new_candidate(reading)]
+    if reading.memorable >= TENTATIVE and reading.change >= REVISES and not adds_to(clause):
+        return [_new_candidate(reading, tentative=True)]
+    return []
 
 
 def tag_aspect(cand: Candidate) -> Candidate:

@@ -98,7 +98,7 @@ def embed(texts: Sequence[str], side: str) -> np.ndarray:
             fresh = list(model.passage([t for _, t in missing]))
         cache.update({k: np.asarray(v, dtype=np.float32) for (k, _), v in zip(missing, fresh, strict=True)})
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, **cache)
+        np.savez(path, **cache)  # type: ignore[arg-type]
     return unit([cache[k] for k in keys])
 
 
