@@ -33,6 +33,7 @@ MAX_KEYS = 500
 LOG_KEYS = 2000
 """Keys kept over the whole log (older revisions are dropped first), so the item stays small."""
 
+
 def space_of(namespace: tuple[str, ...]) -> tuple[str, str] | None:
     """(user label, space) of a namespace that holds memories or their use counts, else None."""
     if len(namespace) == 3 and namespace[0] == MEMORIES:

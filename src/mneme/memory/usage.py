@@ -24,6 +24,7 @@ from mneme.store.locks import exclusive
 
 log = logging.getLogger("mneme.usage")
 
+
 def record_use(store: BaseStore, user_id: str, memory_ids: Iterable[str]) -> None:
     """Count one use of each memory (ids of another user's memories only create idle rows).
 

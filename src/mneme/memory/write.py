@@ -59,6 +59,7 @@ SIMILAR_LIMIT = 5
 DATA_SUBJECTS = {"phone": "phone", "email": "email"}
 """Profile fields that are nothing but one kind of personal data."""
 
+
 def user_lock(store: BaseStore, user_id: str) -> AbstractContextManager[None]:
     """The lock that serializes one user's reconcile-then-write steps.
 

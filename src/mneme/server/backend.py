@@ -88,6 +88,12 @@ class HomeBackend(Backend):
         if self._home is None:
             self._home = open_home(self.home, chroma_url=self.chroma_url, postgres=self.postgres)
 
+    def close_now(self) -> None:
+        """Release a home opened by `open_now` that no memory uses yet (blocking)."""
+        if self._memory is None and self._home is not None:
+            self._home.close()
+            self._home = None
+
     async def _open(self) -> AsyncMemory:
         await asyncio.get_running_loop().run_in_executor(None, self.open_now)
         assert self._home is not None

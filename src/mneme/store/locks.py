@@ -68,7 +68,9 @@ def _file_lock(folder: Path, name: str) -> Iterator[None]:
 
 
 def _shared_lock(store: BaseStore, name: str) -> AbstractContextManager[None]:
-    exclusive = cast("Callable[[str], AbstractContextManager[None]] | None", getattr(store, "exclusive", None))
+    exclusive = cast(
+        "Callable[[str], AbstractContextManager[None]] | None", getattr(store, "exclusive", None)
+    )
     if callable(exclusive):
         return exclusive(name)
     url: Any = getattr(store, "url", None)  # ChromaStore.connect: a server other processes share
