@@ -1,7 +1,8 @@
-"""Concurrent writers: two processes through a Chroma server; a second one on an embedded home.
+"""Concurrent writers: two processes through a Chroma server or a Postgres; a second one on an embedded home.
 
-Two processes write one user's memory at once through a Chroma server the test starts, and a
-second process that opens an embedded home in use gets a clear error, never corruption.
+Two processes write one user's memory at once through a shared store the test starts (a Chroma
+server, or a Postgres), and a second process that opens an embedded home in use gets a clear
+error, never corruption.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ WRITER = textwrap.dedent(
     import json, sys
     from mneme import Memory
 
-    url, home, tag, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    memory = Memory.open(home, chroma_url=url)
+    shared, home, tag, n = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+    memory = Memory.open(home, **shared)
     done = []
     for i in range(n):
         if i % 4 == 0:    # a fact only this process writes
@@ -87,15 +88,31 @@ def chroma_url(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+@pytest.fixture(params=["chroma_server", "postgres"])
+def shared_store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """`Memory.open` arguments of a store several processes share."""
+    if request.param == "postgres":
+        return {"postgres": request.getfixturevalue("postgres_url")}
+    return {"chroma_url": request.getfixturevalue("chroma_url")}
+
+
 @pytest.mark.timeout(900)  # 2 x 100 writes, each embedding text: minutes on a busy 2-core machine
 def test_two_processes_writing_for_one_user_lose_and_duplicate_nothing(
-    chroma_url: str, tmp_path: Path
+    shared_store: dict[str, str], tmp_path: Path
 ) -> None:
     # passive OpenMP threads: two embedding processes on shared cores do not spin against each other
     env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "ANONYMIZED_TELEMETRY": "False"}
     procs = {
         tag: subprocess.Popen(
-            [sys.executable, "-c", WRITER, chroma_url, str(tmp_path / f"home{tag}"), tag, str(WRITES)],
+            [
+                sys.executable,
+                "-c",
+                WRITER,
+                json.dumps(shared_store),
+                str(tmp_path / f"home{tag}"),
+                tag,
+                str(WRITES),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -110,7 +127,7 @@ def test_two_processes_writing_for_one_user_lose_and_duplicate_nothing(
         results[tag] = json.loads(out.strip().splitlines()[-1])
     assert all(len(r) == WRITES for r in results.values())
 
-    memory = Memory.open(tmp_path / "reader", chroma_url=chroma_url)
+    memory = Memory.open(tmp_path / "reader", **shared_store)
     current = memory.get_all(user_id="shared")
     texts = Counter(r.text for r in current)
     assert [t for t, n in texts.items() if n > 1] == []  # nothing duplicated

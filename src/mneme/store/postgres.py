@@ -283,6 +283,26 @@ def _check(url: str, dims: int) -> None:
         )
 
 
+@contextmanager
+def _setup_lock(pool: ConnectionPool[Connection[DictRow]]) -> Iterator[None]:
+    """The advisory lock of the migrations, waited for by polling.
+
+    A session blocked in `pg_advisory_lock` is an open transaction, and the migrations'
+    `CREATE INDEX CONCURRENTLY` waits for every open transaction: a second process waiting
+    that way would wait forever for the first one, which waits for it.
+    """
+    import time
+
+    key = lock_key("setup")
+    with pool.connection() as conn:
+        while not conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()["ok"]:  # type: ignore[index]
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
 def open_postgres(url: str, index: Any) -> tuple[ConnectionPool[Connection[DictRow]], PostgresMemoryStore]:
     """Connect to a Postgres and set up the store and checkpoint tables (once, whoever starts first).
 
@@ -313,7 +333,7 @@ def open_postgres(url: str, index: Any) -> tuple[ConnectionPool[Connection[DictR
     try:
         pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
         store = PostgresMemoryStore(pool, index=index)
-        with store.exclusive("setup"):  # several processes starting at once migrate once
+        with _setup_lock(pool):  # several processes starting at once migrate once
             store.setup()
             PostgresSaver(cast(Any, pool)).setup()
     except (psycopg.Error, OSError) as exc:
