@@ -1,5 +1,7 @@
-"""kill -9 at random points: of a writer, of a graph run (between nodes, inside `extract_memories`,
-inside a deferred job) and of a REST server; after each restart nothing acknowledged is lost.
+"""kill -9 of writers, graph runs and a REST server at random points: nothing acknowledged is lost.
+
+Kills land between nodes, inside `extract_memories`, inside a deferred job and between the
+store calls of one write; after each restart the next process carries on.
 
 The harness is `benchmarks/crash.py` (the longer soak runs it with more kills): 21 kills per back
 end here, a third each of the three kinds of process, about half of them at a chosen point inside
@@ -11,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from benchmarks.crash import run
 
 pytestmark = pytest.mark.integration
