@@ -19,6 +19,7 @@ from mneme.embeddings import embedding_dims, resolve_embeddings
 from mneme.errors import ConfigError, HomeLockedError
 from mneme.memory.usage import flush_uses
 from mneme.store.chroma import ChromaStore
+from mneme.store.split import SplitStore
 
 _homes: dict[Path | str, Home] = {}
 _homes_lock = threading.Lock()
@@ -35,7 +36,9 @@ class Home:
 
     Chroma's embedded client is not process-safe (two processes on one folder overwrite each
     other's writes and read stale vectors), so a home is owned by one process at a time; a
-    second process gets `HomeLockedError` at once. Several processes share memory through a
+    second process gets `HomeLockedError` at once. Its memory is a `SplitStore`: memories and
+    vectors in Chroma, plain rows (history, expiry, revision logs...) in `memory.sqlite`, so a
+    write costs one Chroma call instead of four. Several processes share memory through a
     Chroma server instead (`chroma_url`, or `$MNEME_CHROMA_URL`); then no lock is taken on
     the store and only SQLite checkpoints (safe across processes) stay in the folder. With a
     Postgres (`postgres`, or `$MNEME_POSTGRES_URL`), threads and memory both live there
@@ -71,7 +74,7 @@ class Home:
         else:
             self._acquire()
             try:
-                self.store = ChromaStore.open(str(path / "chroma"), index=index)
+                self.store = SplitStore.open(path, index=index)
             except Exception:
                 self._release()
                 raise
@@ -137,6 +140,9 @@ class Home:
             self._conn.close()
             self._conn = None
             self._checkpointer = None
+        close_store = getattr(self.store, "close", None)
+        if callable(close_store):
+            close_store()
         if self._pool is not None:
             # Deferred extractions still running need the pool: they are persisted, so what
             # does not finish in time runs again from the queue at the next start.
