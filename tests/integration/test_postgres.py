@@ -160,3 +160,67 @@ def test_mneme_serve_with_a_bad_postgres_exits_with_one_line(tmp_path: Path) -> 
     assert out.returncode == 1
     assert out.stderr.startswith("error:") and "MNEME_POSTGRES_URL" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_mneme_serve_with_two_workers_shares_one_postgres(postgres_url: str, tmp_path: Path) -> None:
+    import json
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    key = "two-workers-key"
+    env = {**os.environ, "MNEME_API_KEY": key, "HOME": str(tmp_path)}
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mneme.cli",
+            "serve",
+            "--postgres",
+            postgres_url,
+            "--workers",
+            "2",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def call(path: str, body: dict[str, object] | None = None) -> dict[str, object]:
+        req = urllib.request.Request(
+            url + path,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return json.loads(resp.read())
+
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=2).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "mneme serve --workers 2 did not start"
+                time.sleep(0.3)
+        for i in range(6):  # new connections: the kernel spreads them over both workers
+            call("/v1/users/u/memories", {"text": f"my locker number {i} is on floor {i + 2}"})
+            hits = call(f"/v1/users/u/memories?q=locker+number+{i}&limit=3")["items"]
+            assert any(h["text"] == f"my locker number {i} is on floor {i + 2}" for h in hits)  # type: ignore[index, union-attr]
+        listed = call("/v1/users/u/memories?limit=50")["items"]
+        assert len(listed) == 6  # type: ignore[arg-type]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
