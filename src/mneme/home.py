@@ -136,6 +136,11 @@ class Home:
         # Use counts are written by a background thread: write the queued ones while this
         # process still owns the folder (after the lock is released another process may).
         flush_uses(5.0)
+        # Deferred extractions still running need the store: they are persisted, so what does
+        # not finish in time runs again from the queue at the next start.
+        from mneme.memory.worker import worker
+
+        worker().flush(5.0)
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -144,11 +149,6 @@ class Home:
         if callable(close_store):
             close_store()
         if self._pool is not None:
-            # Deferred extractions still running need the pool: they are persisted, so what
-            # does not finish in time runs again from the queue at the next start.
-            from mneme.memory.worker import worker
-
-            worker().flush(5.0)
             self._pool.close()
             self._pool = None
             self._checkpointer = None
