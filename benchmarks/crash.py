@@ -191,7 +191,7 @@ def child_check(spec: dict[str, Any], out: Path) -> None:
         report[user] = {
             "texts": [r.text for r in records],
             "ids": [r.id for r in records],
-            "adds": [h["memory_id"] for h in history if h["operation"] == "ADD"],
+            "history": [[h["memory_id"], h["operation"]] for h in history],
         }
     state = graph.get_state(config)
     report["thread"] = [m.text for m in state.values.get("messages", []) if isinstance(m, HumanMessage)]
@@ -420,12 +420,19 @@ def _score(
     duplicated = sum(
         n - 1 for c in (stored_u, stored_r, Counter(t["texts"]), thread) for n in c.values() if n > 1
     )
-    mismatched = 0
+    mismatched: list[str] = []
     for part in (u, t, r):
-        adds = Counter(part["adds"])
+        ops: dict[str, Counter[str]] = {}
+        for memory_id, op in part["history"]:
+            ops.setdefault(memory_id, Counter())[op] += 1
         ids = set(part["ids"])
-        mismatched += sum(1 for i in ids if adds[i] != 1)  # a record without its one ADD row
-        mismatched += sum(1 for i in adds if i not in ids)  # an ADD row without its record
+        for i in ids:  # a record without its one ADD row
+            if ops.get(i, Counter())["ADD"] != 1:
+                mismatched.append(f"{i}: record with {dict(ops.get(i, {}))}")
+        for i, seen in ops.items():  # an ADD row whose record is gone without a row saying why
+            ended = seen["SUPERSEDE"] + seen["DELETE"] + seen["EXPIRE"]
+            if seen["ADD"] and i not in ids and not ended:
+                mismatched.append(f"{i}: no record, history {dict(seen)}")
     return {
         "kills": kills,
         "kill_points": dict(points),
@@ -433,7 +440,8 @@ def _score(
         "acknowledged_turns": len(turns),
         "lost": len(lost),
         "duplicated": duplicated,
-        "history_mismatched": mismatched,
+        "history_mismatched": len(mismatched),
+        "mismatches": mismatched[:10],
         "pending_left": report["pending"],
         "thread_stuck": bool(report["thread_next"]),
         "last_write_found": report["found_last"] or not writes,

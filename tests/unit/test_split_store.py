@@ -84,3 +84,66 @@ def test_a_home_of_the_old_layout_keeps_its_history_when_opened(
         assert len(Memory(reopened).export(user_id="u")["history"]) == len(exported["history"]) + 1
     finally:
         reopened.close()
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from mneme.memory.api import Memory
+from mneme.store.chroma import ChromaStore
+from mneme.store.split import SplitStore
+from tests.fakes import HashEmbeddings
+
+emb = HashEmbeddings()
+mem = Memory(SplitStore.open(__import__("pathlib").Path(sys.argv[1]), index={"embed": emb, "dims": emb.dims, "fields": ["text"]}))
+mem.add("warm up", user_id="u", infer=False)
+ChromaStore._upsert = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # killed mid-write
+mem.add({"role": "user", "content": "the spare key is under the mat", "id": "m1"}, user_id="u", infer=False)
+"""
+
+
+def test_a_write_killed_between_sqlite_and_chroma_is_finished_at_the_next_open(
+    tmp_path: Path, embeddings: HashEmbeddings
+) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(tmp_path)], cwd=root, timeout=300)
+    assert done.returncode == -9
+    reopened = SplitStore.open(tmp_path, index=_index(embeddings))
+    try:
+        again = Memory(reopened)
+        assert "the spare key is under the mat" in {r.text for r in again.get_all(user_id="u")}
+        adds = [
+            h
+            for h in again.export(user_id="u")["history"]
+            if h["new_text"] == "the spare key is under the mat"
+        ]
+        assert len(adds) == 1
+        assert again.search("where is the spare key", user_id="u")[0].text == "the spare key is under the mat"
+        assert reopened._replay() == 0  # finished once
+        retried = again.add(
+            {"role": "user", "content": "the spare key is under the mat", "id": "m1"},
+            user_id="u",
+            infer=False,
+        )
+        assert retried[0].operation == "NOOP"  # the client's retry changes nothing
+    finally:
+        reopened.close()
+
+
+def test_a_batch_that_fails_in_a_live_process_leaves_no_journal(
+    split: SplitStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = Memory(split)
+    mem.add("warm up", user_id="u", infer=False)
+
+    def failing(self: ChromaStore, ns: tuple[str, ...], ops: list) -> None:  # type: ignore[type-arg]
+        raise RuntimeError("chroma is down")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ChromaStore, "_upsert", failing)
+        with pytest.raises(RuntimeError):
+            mem.add("a write that fails", user_id="u", infer=False)
+    mem.add("a later write", user_id="u", infer=False)
+    assert split._replay() == 0  # nothing would replay over the later write

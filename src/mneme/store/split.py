@@ -10,7 +10,9 @@ to a SQLite database beside it (LangGraph's `SqliteStore`, WAL mode), where a ba
 one transaction that costs well under a millisecond.
 
 A batch keeps its order across the two: its history rows are written before the records they
-describe and its revision log after them, as `write.py` and `revision.py` expect. A home made
+describe and its revision log after them, as `write.py` and `revision.py` expect. Its first
+SQLite transaction also journals what follows, so a process killed between the two finishes
+the batch at the next open: a history row is never left without its record. A home made
 before this layout keeps its plain rows in Chroma; `open` moves them over once.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,13 +44,27 @@ ROW_ROOTS = frozenset({HISTORY, EXPIRY, PENDING, SESSIONS, REVISIONS, USAGE})
 """Namespace roots kept in SQLite: rows that are never searched by meaning."""
 _META = ("mneme_layout",)
 _LAYOUT_KEY = "rows"
+_JOURNAL = ("mneme_journal",)
+"""Batches of writes to both sides that are under way (normally empty)."""
 
 
 def _rows(namespace: tuple[str, ...]) -> bool | None:
     """Whether a namespace lives in SQLite (None: an empty prefix, which spans both)."""
     if not namespace:
         return None
-    return namespace[0] in ROW_ROOTS or namespace == _META
+    return namespace[0] in ROW_ROOTS or namespace in (_META, _JOURNAL)
+
+
+def _dump(op: PutOp) -> dict[str, Any]:
+    index = op.index if op.index is None or op.index is False else list(op.index)
+    return {"ns": list(op.namespace), "key": op.key, "value": op.value, "index": index}
+
+
+def _load(raw: dict[str, Any]) -> PutOp:
+    index = raw.get("index")
+    return PutOp(
+        tuple(raw["ns"]), str(raw["key"]), raw.get("value"), index=index if index is not None else None
+    )
 
 
 def _target(op: Op) -> bool | None:
@@ -88,10 +105,12 @@ class SplitStore(BaseStore):
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # a commit survives a killed process
         conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
         rows = SqliteStore(conn)
         rows.setup()
         store = cls(vectors, rows)
         store._adopt_old_rows()
+        store._replay()
         return store
 
     def close(self) -> None:
@@ -101,23 +120,81 @@ class SplitStore(BaseStore):
     # -- routing -------------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ops in order: each run of consecutive ops for one side is one call to that side."""
+        """Run ops in order: each run of consecutive ops for one side is one call to that side.
+
+        A batch of writes to both sides is journaled: the first SQLite transaction also
+        records every write that follows it, and the last one removes that record, so a
+        process killed in between finishes the batch when the store is next opened (a
+        history row never stays without its record).
+        """
         ops = list(ops)
         results: list[Result] = [None] * len(ops)
+        runs: list[tuple[bool | None, int, int]] = []
         i = 0
         while i < len(ops):
             side = _target(ops[i])
+            j = i + 1
+            while side is not None and j < len(ops) and _target(ops[j]) is side:
+                j += 1
+            runs.append((side, i, j))
+            i = j
+        journal = self._journal(ops, runs)
+        try:
+            self._run(ops, runs, journal, results)
+        except BaseException:
+            # A batch that fails in a live process is reported to its caller, as before; its
+            # journal must not replay later over what this process writes next.
+            if journal is not None:
+                self.rows.batch([PutOp(_JOURNAL, journal[1].key, None)])
+            raise
+        return results
+
+    def _run(
+        self,
+        ops: list[Op],
+        runs: list[tuple[bool | None, int, int]],
+        journal: tuple[int, PutOp] | None,
+        results: list[Result],
+    ) -> None:
+        for n, (side, i, j) in enumerate(runs):
             if side is None:
                 results[i] = self._both(ops[i])
-                i += 1
                 continue
-            j = i
-            while j < len(ops) and _target(ops[j]) is side:
-                j += 1
+            extra: list[Op] = []
+            if journal is not None and side:
+                if n == journal[0]:
+                    extra.append(journal[1])
+                if n == len(runs) - 1:
+                    extra.append(PutOp(_JOURNAL, journal[1].key, None))
             store: BaseStore = self.rows if side else self.vectors
-            results[i:j] = store.batch(ops[i:j])
-            i = j
-        return results
+            results[i:j] = store.batch([*ops[i:j], *extra])[: j - i]
+        if journal is not None and runs[-1][0] is not True:
+            self.rows.batch([PutOp(_JOURNAL, journal[1].key, None)])
+
+    def _journal(self, ops: list[Op], runs: list[tuple[bool | None, int, int]]) -> tuple[int, PutOp] | None:
+        """(index of the run that writes it, the journal row) for a batch of writes to both sides."""
+        if not all(isinstance(op, PutOp) for op in ops) or len({side for side, _, _ in runs}) < 2:
+            return None
+        first_vectors = next(n for n, (side, _, _) in enumerate(runs) if side is False)
+        at = first_vectors - 1 if first_vectors > 0 else -1
+        start = runs[first_vectors][1]
+        pending = [_dump(op) for op in ops[start:] if isinstance(op, PutOp)]
+        row = PutOp(_JOURNAL, uuid.uuid4().hex, {"ops": pending}, index=False)
+        if at < 0:  # the batch starts in Chroma: its journal row goes first, on its own
+            self.rows.batch([row])
+        return at, row
+
+    def _replay(self) -> int:
+        """Finish the batches a killed process left half-written (see `batch`); how many."""
+        entries = self.rows.search(_JOURNAL, limit=100_000)
+        for entry in sorted(entries, key=lambda e: e.created_at):
+            ops = [_load(raw) for raw in entry.value.get("ops", [])]
+            vector_ops = [op for op in ops if not _rows(op.namespace)]
+            row_ops = [op for op in ops if _rows(op.namespace)]
+            if vector_ops:
+                self.vectors.batch(vector_ops)
+            self.rows.batch([*row_ops, PutOp(_JOURNAL, entry.key, None)])
+        return len(entries)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async `batch`: runs in a worker thread so the event loop never blocks."""
