@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -22,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from mneme import Memory
+from mneme.memory import mirror
+from mneme.memory.mirror import lexical_index, loads
 
 pytestmark = pytest.mark.integration
 
@@ -98,10 +101,29 @@ def shared_store(request: pytest.FixtureRequest) -> dict[str, str]:
 
 @pytest.mark.timeout(900)  # 2 x 100 writes, each embedding text: minutes on a busy 2-core machine
 def test_two_processes_writing_for_one_user_lose_and_duplicate_nothing(
-    shared_store: dict[str, str], tmp_path: Path
+    shared_store: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the reader below must follow the writes through the revision log alone: no count check
+    # that would reload its index (and hide a lost revision)
+    monkeypatch.setattr(mirror, "RECHECK_S", 3600.0)
     # passive OpenMP threads: two embedding processes on shared cores do not spin against each other
     env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    # a third process's read path follows the writes as they happen (its index, kept in step by
+    # the user's revision log, must end up with every memory and never need a reload)
+    memory = Memory.open(tmp_path / "reader", **shared_store)
+    memory.save("a memory before the writers start", user_id="shared")
+    memory.search("memory", user_id="shared")
+    stop = threading.Event()
+
+    def follow() -> None:
+        while not stop.is_set():
+            # profile fields only: a dense hit in another space would repair the index on the
+            # spot and hide a revision lost from the log
+            memory.search("field value", user_id="shared", kinds=["profile"])
+            stop.wait(0.1)
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
     procs = {
         tag: subprocess.Popen(
             [
@@ -126,9 +148,14 @@ def test_two_processes_writing_for_one_user_lose_and_duplicate_nothing(
         assert proc.returncode == 0, err[-3000:]
         results[tag] = json.loads(out.strip().splitlines()[-1])
     assert all(len(r) == WRITES for r in results.values())
+    stop.set()
+    follower.join(timeout=60)
 
-    memory = Memory.open(tmp_path / "reader", **shared_store)
     current = memory.get_all(user_id="shared")
+    index = lexical_index(memory.store, "shared")  # brought up to date from the log alone
+    assert sum(index.count(space) for space in ("profile", "semantic", "episodic")) == len(current)
+    assert loads(memory.store, "shared") == 1  # caught up from the log each time: no revision lost
+    current = [r for r in current if r.text != "a memory before the writers start"]
     texts = Counter(r.text for r in current)
     assert [t for t, n in texts.items() if n > 1] == []  # nothing duplicated
     ids = {r.id for r in current}
