@@ -250,6 +250,9 @@ def main() -> None:
     )
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--backends", default="sqlite_chroma,postgres", help="which to run (comma-separated), and visibility"
+    )
     args = parser.parse_args()
     n = {"searches": 60, "writes": 60, "turns": 30, "rest": 160, "probes": 30}
     if args.quick:
@@ -263,10 +266,15 @@ def main() -> None:
         server = pgserver.get_server(tmp / "pg", cleanup_mode="stop")
         try:
             url = server.get_uri()
-            result["sqlite_chroma"] = backend("sqlite", {"home": str(tmp / "home")}, texts, queries, tmp, n)
-            print(json.dumps({"sqlite_chroma": result["sqlite_chroma"]}), flush=True)
-            result["postgres"] = backend("postgres", {"postgres": url}, texts, queries, tmp, n)
-            print(json.dumps({"postgres": result["postgres"]}), flush=True)
+            chosen = args.backends.split(",")
+            if "sqlite_chroma" in chosen:
+                result["sqlite_chroma"] = backend(
+                    "sqlite", {"home": str(tmp / "home")}, texts, queries, tmp, n
+                )
+                print(json.dumps({"sqlite_chroma": result["sqlite_chroma"]}), flush=True)
+            if "postgres" in chosen:
+                result["postgres"] = backend("postgres", {"postgres": url}, texts, queries, tmp, n)
+                print(json.dumps({"postgres": result["postgres"]}), flush=True)
             result["visibility_postgres"] = visibility({"postgres": url}, tmp / "vis-pg", n["probes"])
             chroma, curl = chroma_server(tmp / "chroma-server")
             try:
@@ -279,7 +287,9 @@ def main() -> None:
         finally:
             server.cleanup()
     print(json.dumps({k: v for k, v in result.items() if k.startswith("visibility")}))
-    print(f"written to {write_result('production', result)}")
+    print(
+        f"written to {write_result('production' if len(args.backends.split(',')) > 1 else 'production_' + args.backends, result)}"
+    )
 
 
 if __name__ == "__main__":
