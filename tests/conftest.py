@@ -54,3 +54,49 @@ def home(tmp_path: Path) -> Iterator[Path]:
     if opened is not None:
         opened._refs = 1
         opened.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL with pgvector (the `pgserver` wheel), started once per test session.
+
+    Returns the URL of its `postgres` database; tests take a database of their own from
+    `postgres_url`. Its data folder is not under pytest's temporary folders: another pytest
+    run on the machine prunes old ones, which would pull the files from under the server.
+    """
+    import logging
+    import shutil
+    import tempfile
+
+    import pgserver
+
+    logging.getLogger("pgserver").setLevel(logging.ERROR)
+    folder = Path(tempfile.mkdtemp(prefix="mneme-test-pg-"))
+    server = pgserver.get_server(folder / "data", cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh, empty database on the session's Postgres, dropped after the test."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = postgres_server.replace("/postgres?", f"/{name}?", 1)
+    yield url
+    from mneme import home as home_mod
+
+    opened = home_mod._homes.get(url)
+    if opened is not None:
+        opened._refs = 1
+        opened.close()
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

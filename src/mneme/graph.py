@@ -86,6 +86,7 @@ def build_graph(
     store: BaseStore | None = None,
     home: str | Path | None = None,
     tools: Sequence[BaseTool] | None = None,
+    postgres: str | None = None,
 ) -> CompiledStateGraph[State, Context, InputState, State]:
     """Compile the memory agent with persistence.
 
@@ -98,6 +99,9 @@ def build_graph(
         store: Long-term memory store; default Chroma on disk in `home`.
         home: Data folder (default `$MNEME_HOME` or `./.mneme`).
         tools: Domain tools (the memory tools are always added).
+        postgres: A Postgres with pgvector (`postgresql://...`, or `$MNEME_POSTGRES_URL`):
+            threads in LangGraph's `PostgresSaver`, memory in its `PostgresStore`, shared by
+            every process that names the same database. Default: the embedded home.
 
     Returns:
         The compiled graph: `graph.invoke({"messages": [...]}, {"configurable":
@@ -106,7 +110,7 @@ def build_graph(
     if checkpointer is None or store is None:
         from mneme.home import open_home
 
-        opened = open_home(home, embeddings=embeddings)
+        opened = open_home(home, embeddings=embeddings, postgres=postgres)
         checkpointer = checkpointer or opened.checkpointer()
         store = store or opened.store
     return make_builder(model, tools).compile(checkpointer=checkpointer, store=store, name="mneme")

@@ -126,6 +126,7 @@ class Sessions:
         *,
         embeddings: str | Embeddings | None = None,
         chroma_url: str | None = None,
+        postgres: str | None = None,
     ) -> Sessions:
         """Open the sessions kept in a home folder (default `$MNEME_HOME` or `./.mneme`).
 
@@ -133,13 +134,14 @@ class Sessions:
             home: The data folder.
             embeddings: Embeddings of the store (`"local"` by default).
             chroma_url: A Chroma server instead of the embedded store.
+            postgres: A Postgres (`postgresql://...`) instead of the home folder.
 
         Returns:
             The sessions; close them (or use a `with` block) to release the home.
         """
         from mneme.home import open_home
 
-        opened = open_home(home, embeddings=embeddings, chroma_url=chroma_url)
+        opened = open_home(home, embeddings=embeddings, chroma_url=chroma_url, postgres=postgres)
         return cls(opened.checkpointer(), opened.store, owner=opened)
 
     def close(self) -> None:

@@ -17,6 +17,14 @@ ChromaOpt = Annotated[
         help="Use a Chroma server (shared by several processes) instead of the home's embedded store.",
     ),
 ]
+PostgresOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--postgres",
+        envvar="MNEME_POSTGRES_URL",
+        help="Keep threads and memory in a Postgres with pgvector (postgresql://...), shared by several processes.",
+    ),
+]
 
 
 def _server_threads() -> None:
@@ -35,6 +43,16 @@ def serve(
     port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on.")] = 8000,
     home: HomeOpt = None,
     chroma_url: ChromaOpt = None,
+    postgres: PostgresOpt = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Server processes (more than 1 needs a shared store: --postgres or --chroma-url).",
+        ),
+    ] = 1,
 ) -> None:
     """Serve the REST routes and the admin page (/admin) of a home's memory.
 
@@ -46,16 +64,25 @@ def serve(
         _server_threads()
         import uvicorn
 
+        from mneme.errors import InputError
+        from mneme.home import resolve_backends
         from mneme.server.app import create_app
         from mneme.server.auth import KeyRing
         from mneme.server.backend import HomeBackend
 
+        chroma, pg = resolve_backends(chroma_url, postgres)
+        if workers > 1 and not (chroma or pg):
+            raise InputError(
+                "mneme: --workers needs memory that several processes can share: a Postgres "
+                "(--postgres / MNEME_POSTGRES_URL) or a Chroma server (--chroma-url / MNEME_CHROMA_URL); "
+                "an embedded home belongs to one process"
+            )
         keys = KeyRing.from_env()
         generated = None
         if keys.empty:
             keys, generated = KeyRing.generated()
-        backend = HomeBackend(home, chroma_url=chroma_url)
-        backend.open_now()  # fail now if the home is in use
+        backend = HomeBackend(home, chroma_url=chroma, postgres=pg)
+        backend.open_now()  # fail now if the home is in use or the Postgres unreachable
         shown = "localhost" if host in ("0.0.0.0", "::") else host
         err.print(
             f"mneme: serving http://{shown}:{port}  ·  admin page http://{shown}:{port}/admin",
@@ -68,13 +95,33 @@ def serve(
                 highlight=False,
                 soft_wrap=True,
             )
-        uvicorn.run(create_app(backend, keys=keys), host=host, port=port, log_level="warning")
+        if workers == 1:
+            uvicorn.run(create_app(backend, keys=keys), host=host, port=port, log_level="warning")
+            return
+        # Each worker process opens the same store itself (`app_from_env`): hand it the settings.
+        backend.close_now()
+        if generated:
+            os.environ["MNEME_API_KEY"] = generated
+        if home is not None:
+            os.environ["MNEME_HOME"] = str(home)
+        os.environ.pop("MNEME_CHROMA_URL" if pg else "MNEME_POSTGRES_URL", None)
+        os.environ["MNEME_POSTGRES_URL" if pg else "MNEME_CHROMA_URL"] = str(pg or chroma)
+        uvicorn.run(
+            "mneme.server.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+        )
 
     guarded(start)
 
 
 @app.command("mcp")
-def mcp_command(user: UserOpt, home: HomeOpt = None, chroma_url: ChromaOpt = None) -> None:
+def mcp_command(
+    user: UserOpt, home: HomeOpt = None, chroma_url: ChromaOpt = None, postgres: PostgresOpt = None
+) -> None:
     """Serve one user's memory to another agent over MCP (stdio): search, save, forget, list.
 
     Configure it in an MCP client as the command `mneme mcp --user U`.
@@ -90,7 +137,7 @@ def mcp_command(user: UserOpt, home: HomeOpt = None, chroma_url: ChromaOpt = Non
         from mneme.memory.record import check_user
 
         check_user(user)
-        memory = AsyncMemory(Memory.open(home, chroma_url=chroma_url))
+        memory = AsyncMemory(Memory.open(home, chroma_url=chroma_url, postgres=postgres))
         try:
             asyncio.run(serve_stdio(memory, user))
         finally:

@@ -109,8 +109,9 @@ class Memory:
         embeddings: str | Embeddings | None = None,
         model: str | BaseChatModel | None = None,
         chroma_url: str | None = None,
+        postgres: str | None = None,
     ) -> Memory:
-        """Open the memory kept in a home folder (default `$MNEME_HOME` or `./.mneme`).
+        """Open the memory kept in a home folder (default `$MNEME_HOME` or `./.mneme`) or a Postgres.
 
         Args:
             home: The data folder.
@@ -118,13 +119,18 @@ class Memory:
             model: The chat model for LLM extraction; default as in `build_graph`.
             chroma_url: Use a Chroma server instead of the embedded store (several processes
                 can share it); also read from `$MNEME_CHROMA_URL`.
+            postgres: Use a Postgres with pgvector (`postgresql://...`) instead of the home
+                folder (several processes can share it); also read from `$MNEME_POSTGRES_URL`.
 
         Returns:
             The memory; close it (or use it as a context manager) to release the home.
+
+        Raises:
+            ConfigError: if the Postgres cannot be reached or set up.
         """
         from mneme.home import open_home
 
-        h = open_home(home, embeddings=embeddings, chroma_url=chroma_url)
+        h = open_home(home, embeddings=embeddings, chroma_url=chroma_url, postgres=postgres)
         return cls(h.store, model=model, owner=h)
 
     def close(self) -> None:

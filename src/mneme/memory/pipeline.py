@@ -28,6 +28,7 @@ from mneme.memory.redact import RedactionPolicy
 from mneme.memory.repo import Repo
 from mneme.memory.usermodel.statements import read_message
 from mneme.memory.write import WriteContext, Writer
+from mneme.store.locks import exclusive
 
 log = logging.getLogger("mneme.extract")
 
@@ -152,7 +153,18 @@ class Pipeline:
 
         Returns:
             The changes; a `QUEUED` change when the LLM extraction failed and the job waits.
+            A queued job that another worker (of any process sharing the store) ran meanwhile
+            is not run again: nothing.
         """
+        if not queued:
+            return self._run(job, queued=False, now=now)
+        with exclusive(self.store, f"job:{job.id}"):
+            current = self.queue.get(job.user_id, job.id)
+            if current is None or current.attempts != job.attempts:
+                return []  # done (or failed and rescheduled) by another worker meanwhile
+            return self._run(job, queued=True, now=now)
+
+    def _run(self, job: PendingJob, *, queued: bool, now: datetime | None) -> list[MemoryChange]:
         context = replace(self.context, **{k: v for k, v in job.context.items() if hasattr(self.context, k)})
         source = Source(
             thread_id=job.session_id,

@@ -10,7 +10,6 @@ sees the same log. A reader whose revision fell out of the log reloads everythin
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
@@ -20,6 +19,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, GetOp, Item, Op, PutOp
 
 from mneme.memory.record import ARCHIVE, MEMORIES, now_iso
+from mneme.store.locks import exclusive
 
 REVISIONS = "memory_revision"
 """Namespace root of the revision logs: `("memory_revision", user)`."""
@@ -32,14 +32,6 @@ MAX_KEYS = 500
 """A revision changing more keys than this is logged as 'reload everything' (a bulk import)."""
 LOG_KEYS = 2000
 """Keys kept over the whole log (older revisions are dropped first), so the item stays small."""
-
-_locks: dict[tuple[int, str], threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def _lock(store: BaseStore, label: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault((id(store), label), threading.Lock())
 
 
 def space_of(namespace: tuple[str, ...]) -> tuple[str, str] | None:
@@ -108,7 +100,9 @@ def apply_logged(store: BaseStore, ops: Sequence[Op]) -> list[Any]:
     """Run a batch of store operations, logging a revision for each user whose memories change.
 
     The log items are written in the same batch, after the changes, so a reader that sees a
-    revision also sees what it changed.
+    revision also sees what it changed. Reading and rewriting a log happens under the lock
+    `revision:<user>` (`store/locks.py`), shared by every process of a shared store, so no
+    process overwrites a revision another one logged.
 
     Args:
         store: The store.
@@ -128,7 +122,7 @@ def apply_logged(store: BaseStore, ops: Sequence[Op]) -> list[Any]:
         return store.batch(ops)
     with ExitStack() as stack:
         for label in sorted(changed):
-            stack.enter_context(_lock(store, label))
+            stack.enter_context(exclusive(store, f"revision:{label}"))
         logs = store.batch([GetOp(log_namespace(label), LOG_KEY) for label in sorted(changed)])
         extra = [
             PutOp(log_namespace(label), LOG_KEY, _next(item, changed[label]), index=False)

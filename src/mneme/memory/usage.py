@@ -20,16 +20,9 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from mneme.memory.record import check_user, namespace, now_iso
 from mneme.memory.revision import USAGE, apply_logged
+from mneme.store.locks import exclusive
 
 log = logging.getLogger("mneme.usage")
-
-_locks: dict[tuple[int, str], threading.Lock] = {}
-_guard = threading.Lock()
-
-
-def _lock(store: BaseStore, user_id: str) -> threading.Lock:
-    with _guard:
-        return _locks.setdefault((id(store), user_id), threading.Lock())
 
 
 def record_use(store: BaseStore, user_id: str, memory_ids: Iterable[str]) -> None:
@@ -46,7 +39,7 @@ def record_use(store: BaseStore, user_id: str, memory_ids: Iterable[str]) -> Non
         return
     ns = namespace(USAGE, user_id)
     at = now_iso()
-    with _lock(store, user_id):
+    with exclusive(store, f"usage:{user_id}"):
         current = store.batch([GetOp(ns, i) for i in ids])
         ops = []
         for memory_id, item in zip(ids, current, strict=True):

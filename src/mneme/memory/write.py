@@ -12,8 +12,8 @@ its row.
 from __future__ import annotations
 
 import re
-import threading
 import uuid
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +42,7 @@ from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 from mneme.memory.usermodel.statements import tag_aspect
 from mneme.memory.usermodel.taxonomy import taxonomy
+from mneme.store.locks import exclusive
 
 _ID_NS = uuid.UUID("6d6e656d-6500-4000-8000-6d656d6f7279")
 
@@ -63,14 +64,15 @@ SIMILAR_LIMIT = 5
 DATA_SUBJECTS = {"phone": "phone", "email": "email"}
 """Profile fields that are nothing but one kind of personal data."""
 
-_locks: dict[tuple[int, str], threading.Lock] = {}
-_locks_guard = threading.Lock()
 
+def user_lock(store: BaseStore, user_id: str) -> AbstractContextManager[None]:
+    """The lock that serializes one user's reconcile-then-write steps.
 
-def user_lock(store: BaseStore, user_id: str) -> threading.Lock:
-    """The in-process lock that serializes one user's reconcile-then-write steps."""
-    with _locks_guard:
-        return _locks.setdefault((id(store), user_id), threading.Lock())
+    Held by this process's threads and, where the store is shared (Postgres, a Chroma server),
+    by the other processes too (`store/locks.py`): two processes adding the same fact at once
+    write it once.
+    """
+    return exclusive(store, f"user:{user_id}")
 
 
 def stable_id(*parts: str) -> str:

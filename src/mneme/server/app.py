@@ -87,4 +87,24 @@ def create_app(backend: Backend, *, keys: KeyRing | None = None) -> FastAPI:
     return app
 
 
-__all__ = ["create_app"]
+def app_from_env() -> FastAPI:
+    """The app of one `mneme serve --workers N` process, configured by the environment.
+
+    `MNEME_POSTGRES_URL` or `MNEME_CHROMA_URL` names the shared store (`MNEME_HOME` the folder
+    for anything local), `MNEME_API_KEY` / `MNEME_API_KEYS` the keys; the store is opened at
+    start, so a worker that cannot reach it fails at once.
+    """
+    import os
+
+    from mneme.server.backend import HomeBackend
+
+    backend = HomeBackend(
+        os.environ.get("MNEME_HOME") or None,
+        chroma_url=os.environ.get("MNEME_CHROMA_URL") or None,
+        postgres=os.environ.get("MNEME_POSTGRES_URL") or None,
+    )
+    backend.open_now()
+    return create_app(backend, keys=KeyRing.from_env())
+
+
+__all__ = ["app_from_env", "create_app"]

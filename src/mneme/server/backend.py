@@ -55,23 +55,27 @@ class Backend(ABC):
 
 
 class HomeBackend(Backend):
-    """The memory and sessions of a home folder (embedded Chroma, or a Chroma server).
+    """The memory and sessions of a home: a folder (embedded Chroma, or a Chroma server) or a Postgres.
 
     An embedded home is owned by one process: while `mneme serve` runs on it, other processes
     (the CLI) get `HomeLockedError`; share memory through a Chroma server (`chroma_url` or
     `$MNEME_CHROMA_URL`) instead. In the same process, the home is shared (reference counted).
     """
 
-    def __init__(self, home: str | Path | None = None, *, chroma_url: str | None = None) -> None:
+    def __init__(
+        self, home: str | Path | None = None, *, chroma_url: str | None = None, postgres: str | None = None
+    ) -> None:
         """Choose the home.
 
         Args:
             home: The data folder (default `$MNEME_HOME` or `./.mneme`).
             chroma_url: A Chroma server to use instead of the embedded store.
+            postgres: A Postgres (`postgresql://...`) to use instead of the home folder.
         """
         super().__init__()
         self.home = home
         self.chroma_url = chroma_url
+        self.postgres = postgres
         self._home: Home | None = None
 
     def open_now(self) -> None:
@@ -79,9 +83,16 @@ class HomeBackend(Backend):
 
         Raises:
             HomeLockedError: if another process owns the home.
+            ConfigError: if the Postgres cannot be reached or set up.
         """
         if self._home is None:
-            self._home = open_home(self.home, chroma_url=self.chroma_url)
+            self._home = open_home(self.home, chroma_url=self.chroma_url, postgres=self.postgres)
+
+    def close_now(self) -> None:
+        """Release a home opened by `open_now` that no memory uses yet (blocking)."""
+        if self._memory is None and self._home is not None:
+            self._home.close()
+            self._home = None
 
     async def _open(self) -> AsyncMemory:
         await asyncio.get_running_loop().run_in_executor(None, self.open_now)

@@ -396,6 +396,8 @@ class ChromaStore(BaseStore):
         self.snapshot_dir: Path | None = None
         """A folder for data derived from this store (the read path's index snapshots); set
         by `open` inside the store's folder, None for a Chroma server."""
+        self.url: str | None = None
+        """The Chroma server's URL (`connect`), which other processes may share; None if embedded."""
 
     @classmethod
     def open(
@@ -426,7 +428,9 @@ class ChromaStore(BaseStore):
             ssl=parsed.scheme == "https",
             settings=Settings(anonymized_telemetry=False),
         )
-        return cls(client, index=index, ttl=ttl)
+        store = cls(client, index=index, ttl=ttl)
+        store.url = url
+        return store
 
     def close(self) -> None:
         """Stop the TTL sweeper and release the Chroma client."""

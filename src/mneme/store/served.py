@@ -11,6 +11,7 @@ from langgraph.store.base import TTLConfig
 
 from mneme.errors import ConfigError
 from mneme.store.chroma import ChromaStore
+from mneme.store.split import SplitStore
 
 _TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
 
@@ -37,7 +38,7 @@ def ttl_from_config(store_config: Mapping[str, Any] | None) -> TTLConfig | None:
     return cast(TTLConfig, dict(ttl))
 
 
-def store() -> ChromaStore:
+def store() -> ChromaStore | SplitStore:
     """The home store for a LangGraph server: `"store": {"path": "mneme.store.served:store", "ttl": {...}}`.
 
     The server hands its `store` section to the process as `$LANGGRAPH_STORE` (JSON) but
@@ -55,6 +56,8 @@ def store() -> ChromaStore:
         raise ConfigError(f"mneme: $LANGGRAPH_STORE is not JSON: {exc}") from exc
     ttl = ttl_from_config(config if isinstance(config, Mapping) else None)
     chroma = open_home().store
+    if not isinstance(chroma, ChromaStore | SplitStore):
+        raise ConfigError("mneme: the served store must be the home's own (Chroma or the embedded home)")
     if ttl:
         chroma.ttl_config = ttl
         if ttl.get("sweep_interval_minutes"):
