@@ -76,9 +76,11 @@ class Context:
     query_turns: int = 2
     """How many earlier user turns are added to the new input to build the retrieval query."""
 
-    profile_limit: int = 5
-    """At most this many profile fields per person are injected besides the memories (the most
-    relevant to the query first, then the most important)."""
+    profile_limit: int = 3
+    """At most this many memories of a person's user model are injected per turn besides the
+    relevant memories: what the request's domain touches of the person (a restaurant: their
+    diet and allergies), hard constraints first. 3 kept the PrefEval tuning topics' noise under
+    one unrelated preference per request (docs/benchmarks.md)."""
 
     max_sensitivity: int = 2
     """Memories above this sensitivity level (0 ordinary, 1 personal, 2 sensitive: health,

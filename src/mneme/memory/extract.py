@@ -49,6 +49,8 @@ class Candidate:
     revises: bool = False
     """It revises an earlier statement ("moved on to tea"): the closest current memory of the
     same part of the person's life is superseded rather than kept beside it."""
+    certainty: float = 1.0
+    """How sure the reader is of `aspect` (a rule's field: 1.0; a classifier: its probability)."""
     near: tuple[str, ...] = ()
     """Other aspects the statement may be about (a revision may replace a memory under them)."""
     tentative: bool = False

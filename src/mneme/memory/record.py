@@ -188,6 +188,9 @@ class MemoryRecord(BaseModel):
     aspects: list[str] = Field(default_factory=list)
     """Every aspect it may be about, `aspect` first ("I avoid wearables for fitness tracking":
     fitness, tech): a request that touches any of them may need it."""
+    domains: dict[str, float] = Field(default_factory=dict)
+    """The kinds of request it matters for (the user model's domains, most likely first, with
+    their probabilities): "对羊毛过敏" matters for clothes, "对花生过敏" for meals."""
 
     def model_post_init(self, __context: Any) -> None:
         """Fill the content hash and the language."""
@@ -285,6 +288,8 @@ class MemoryHit(BaseModel):
     """A hard limit (allergy, diet, fear, boundary)."""
     aspects: list[str] = Field(default_factory=list)
     """Every aspect it may be about, `aspect` first."""
+    domains: dict[str, float] = Field(default_factory=dict)
+    """The kinds of request it matters for, with their probabilities."""
 
     @classmethod
     def of(cls, record: MemoryRecord, score: float) -> MemoryHit:
@@ -305,6 +310,7 @@ class MemoryHit(BaseModel):
             aspect=record.aspect,
             constraint=record.constraint,
             aspects=list(record.aspects),
+            domains=dict(record.domains),
         )
 
 

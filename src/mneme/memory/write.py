@@ -40,6 +40,7 @@ from mneme.memory.record import (
 from mneme.memory.redact import RedactionPolicy, only_markers, redact
 from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
+from mneme.memory.usermodel.heads import item_domains
 from mneme.memory.usermodel.statements import tag_aspect
 from mneme.memory.usermodel.taxonomy import taxonomy
 from mneme.store.locks import exclusive
@@ -61,6 +62,10 @@ FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
 SIMILAR_LIMIT = 5
 """How many similar current memories a candidate is compared with."""
+KEY_CERTAINTY = 0.5
+"""A statement is keyed as its single-valued aspect's field (and so replaces the field's value
+in place) only when the classifier is at least this sure of the aspect: a misread one would
+overwrite a field it has nothing to do with."""
 DATA_SUBJECTS = {"phone": "phone", "email": "email"}
 """Profile fields that are nothing but one kind of personal data."""
 
@@ -393,6 +398,7 @@ class Writer:
             aspect=cand.aspect,
             constraint=cand.constraint,
             aspects=list(dict.fromkeys([cand.aspect, *cand.near])) if cand.aspect else [],
+            domains=item_domains(text) if cand.aspect else {},
             created_at=now.isoformat(),
             updated_at=now.isoformat(),
             valid_from=now.isoformat(),
@@ -624,7 +630,7 @@ def keyed_by_aspect(cand: Candidate) -> Candidate:
     one in place, whatever words either used.
     """
     aspect = taxonomy().aspect(cand.aspect)
-    if aspect is None or not aspect.single or cand.subject is not None:
+    if aspect is None or not aspect.single or cand.subject is not None or cand.certainty < KEY_CERTAINTY:
         return cand
     return replace(cand, subject=aspect.subject, kind=aspect.kind)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ softmax is noise)."""
 RANK_DECAY = 0.12
 """A domain's aspects weigh 1.0, then this much less per place in its list, down to `RANK_MIN`."""
 RANK_MIN = 0.4
+EVERYWHERE = 0.5
+"""The touch every request has on an aspect marked `everywhere` in the taxonomy."""
 NEAR_ASPECT = 0.15
 """Aspects read with at least this probability besides the best one are kept as alternatives
 (a revision may replace a memory under any of them)."""
@@ -114,7 +117,7 @@ def touched(domains: dict[str, float]) -> dict[str, float]:
     """
     tax = taxonomy()
     top = max(domains.values(), default=0.0)
-    out: dict[str, float] = {}
+    out: dict[str, float] = {a.key: EVERYWHERE for a in tax.aspects.values() if a.everywhere}
     if top <= 0:
         return out
     for key, p in domains.items():
@@ -125,3 +128,22 @@ def touched(domains: dict[str, float]) -> dict[str, float]:
             w = share * max(RANK_MIN, 1.0 - RANK_DECAY * rank)
             out[aspect] = max(out.get(aspect, 0.0), w)
     return out
+
+
+ITEM_DOMAINS = 5
+"""A memory keeps its this-many most likely domains."""
+
+
+def item_domains(text: str) -> dict[str, float]:
+    """The request domains a statement matters for: the domain head read on it as on a request."""
+    ranked = sorted(domains_of(query_vector(text)).items(), key=lambda kv: -kv[1])[:ITEM_DOMAINS]
+    return {k: round(v, 3) for k, v in ranked if v >= 0.01}
+
+
+def overlap(request: dict[str, float], item: dict[str, float]) -> float:
+    """How alike two domain distributions are (cosine, 0..1)."""
+    if not request or not item:
+        return 0.0
+    dot = sum(p * item.get(k, 0.0) for k, p in request.items())
+    norm = math.sqrt(sum(p * p for p in request.values())) * math.sqrt(sum(p * p for p in item.values()))
+    return dot / norm if norm else 0.0

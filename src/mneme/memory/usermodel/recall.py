@@ -8,17 +8,24 @@ from langgraph.store.base import BaseStore
 
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
-from mneme.memory.usermodel.heads import domains_of, query_vector, touched
+from mneme.memory.usermodel.heads import domains_of, overlap, query_vector, touched
 
 TOUCH_MIN = 0.25
 """An aspect a request touches less than this (0..1, see `heads.touched`) brings nothing in."""
 NEAR_WEIGHT = 0.7
 """A memory's other likely aspects count this much of its main one's."""
+W_TOUCH = 0.5
+"""Weight of how much the request's domain touches a memory's aspect (the taxonomy's links)."""
+W_DOMAIN = 0.5
+"""Weight of how alike the request's domains and the domains the memory matters for are."""
 W_RELEVANCE = 1.0
-"""Weight of a memory's relevance to the request (its search score, 0..1) beside its touch."""
-MARGIN = 0.35
-"""Only memories scoring within this of the best one are shown: a request about hotels needs
-the hotel preference, not every travel habit the aspects reach."""
+"""Weight of a memory's relevance to the request (its search score, 0..1)."""
+PICK_MIN = 0.8
+"""A memory is shown only when its score (the three weighed together) reaches this."""
+MARGIN = 0.2
+"""...and when it scores within this of the best one: a request about hotels needs the hotel
+preference, not every travel habit the aspects reach. The weights, floor and margin were
+chosen on the tuning halves of the preference sets (docs/benchmarks.md)."""
 CANDIDATES = 12
 """User-model memories considered per person and turn (the best by relevance within the
 aspects the request touches)."""
@@ -96,13 +103,22 @@ def user_model_hits(
         else []
     )
     pool.update({h.id: h for h in hits})
-    scored = [(touch_weight(hit, touch) + W_RELEVANCE * hit.score, hit) for hit in pool.values()]
+    scored = [(score_of(hit, touch), hit) for hit in pool.values()]
     if not scored:
         return []
     best = max(score for score, _ in scored)
-    kept = sorted((p for p in scored if p[0] >= best - MARGIN), key=lambda p: -p[0])[:limit]
+    kept = sorted((p for p in scored if p[0] >= max(PICK_MIN, best - MARGIN)), key=lambda p: -p[0])[:limit]
     kept.sort(key=lambda p: (not p[1].constraint, -p[0]))  # hard constraints first
     return [hit for _, hit in kept]
+
+
+def score_of(hit: MemoryHit, touch: Touch) -> float:
+    """How much a request needs a user-model memory: its aspect's touch, its domains, its relevance."""
+    return (
+        W_TOUCH * touch_weight(hit, touch)
+        + W_DOMAIN * overlap(touch.domains, hit.domains)
+        + W_RELEVANCE * hit.score
+    )
 
 
 def touch_weight(hit: MemoryHit, touch: Touch) -> float:

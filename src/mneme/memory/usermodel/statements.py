@@ -87,6 +87,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         constraint=constraint,
         revises=reading.change >= REVISES and not adds_to(reading.text),
         near=reading.aspects,
+        certainty=reading.aspect_p,
     )
 
 
@@ -117,6 +118,7 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
         constraint=aspect.constraint or reading.constraint >= CONSTRAINT,
         revises=cand.revises or (reading.change >= REVISES and not adds_to(reading.text)),
         near=reading.aspects,
+        certainty=reading.aspect_p,
     )
 
 

@@ -37,6 +37,8 @@ class Aspect:
     """What it covers, in words (also shown to an LLM extractor)."""
     subject: str
     """The profile field name of a single-valued aspect (its key unless a legacy name)."""
+    everywhere: bool = False
+    """Every request touches it a little (how to answer: format, tone); relevance decides."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ def _aspect(key: str, raw: dict[str, Any]) -> Aspect:
         sensitivity=int(raw.get("sensitivity", 0)),
         about=str(raw.get("about", "")),
         subject=LEGACY_SUBJECTS.get(key, key),
+        everywhere=bool(raw.get("everywhere", False)),
     )
 
 
