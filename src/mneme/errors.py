@@ -25,3 +25,15 @@ class HomeLockedError(MnemeError, RuntimeError):
 
 class ConfigError(MnemeError, ValueError):
     """A setting names something mneme cannot build (unknown model, missing package)."""
+
+
+class ShuttingDown(MnemeError, RuntimeError):
+    """The process is stopping: the call was not done (nothing was acknowledged); retry later."""
+
+
+class RateLimited(MnemeError):
+    """A caller sent more requests than its rate allows."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

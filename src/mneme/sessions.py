@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -212,7 +213,8 @@ class Sessions:
             ctx = WriteContext(user_id=user_id, source=Source(thread_id=thread_id, actor="api"))
             for record in self._repo.records(user_id, ["episodic"]):
                 if record.source.thread_id == thread_id:
-                    writer.delete(record, ctx, reason="its session was deleted")
+                    with contextlib.suppress(NotFoundError):  # deleted meanwhile by another call
+                        writer.delete(record, ctx, reason="its session was deleted")
         self.checkpointer.delete_thread(thread_id)
         self._repo.delete_session(user_id, thread_id)
 
