@@ -152,7 +152,7 @@ def check_choice(value: Any, what: str, choices: Sequence[T]) -> T:
     """
     if not isinstance(value, str | int) or isinstance(value, bool) or value not in choices:
         shown = value if isinstance(value, str | int) else type(value).__name__
-        raise InputError(f"mneme: {what} must be one of {', '.join(map(str, choices))}, not {shown!r}")
+        raise InputError(f"mneme: unknown {what} {shown!r}; use one of {', '.join(map(str, choices))}")
     return value  # type: ignore[return-value]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -17,6 +18,25 @@ ChromaOpt = Annotated[
         help="Use a Chroma server (shared by several processes) instead of the home's embedded store.",
     ),
 ]
+
+
+GRACE_S = 3
+"""On SIGTERM, requests still running after this many seconds are cancelled."""
+
+
+def _stopping_server() -> type:
+    import uvicorn
+
+    from mneme import shutdown
+
+    class StoppingServer(uvicorn.Server):
+        """uvicorn's server, which also tells mneme's long work to stop when a signal comes."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            shutdown.begin()  # embedding calls and queued jobs stop at their next step
+            super().handle_exit(sig, frame)
+
+    return StoppingServer
 
 
 def _server_threads() -> None:
@@ -68,7 +88,14 @@ def serve(
                 highlight=False,
                 soft_wrap=True,
             )
-        uvicorn.run(create_app(backend, keys=keys), host=host, port=port, log_level="warning")
+        config = uvicorn.Config(
+            create_app(backend, keys=keys),
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=GRACE_S,
+        )
+        _stopping_server()(config).run()
 
     guarded(start)
 

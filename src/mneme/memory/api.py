@@ -93,6 +93,14 @@ def to_messages(value: MessagesOrText) -> list[BaseMessage]:
     for item in items:
         if isinstance(item, dict):
             check_json(item, "a message", limit=MAX_REQUEST_CHARS + MAX_METADATA_CHARS)
+            calls = item.get("tool_calls")
+            if calls is not None and not (
+                isinstance(calls, list)
+                and all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls)
+            ):
+                raise InputError(
+                    "mneme: a message's tool_calls must be a list of calls ({'name': ..., 'args': {...}})"
+                )
         elif not isinstance(item, BaseMessage):
             raise InputError(
                 f"mneme: a message must be a text, a dict or a message, not {type(item).__name__}"
