@@ -247,6 +247,10 @@ def resolve_embeddings(spec: str | Embeddings | None) -> Embeddings:
     global _shared_local
     if isinstance(spec, Embeddings):
         return spec
+    if spec is not None and not isinstance(spec, str):
+        raise ConfigError(
+            f"mneme: embeddings must be 'local', 'provider:model' or an Embeddings, not {type(spec).__name__}"
+        )
     if spec in (None, "", "local"):
         if _shared_local is None:
             _shared_local = LocalEmbeddings()

@@ -14,18 +14,26 @@ from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from mneme.embeddings import embedding_dims, resolve_embeddings
-from mneme.errors import HomeLockedError
+from mneme.errors import HomeLockedError, InputError
 from mneme.memory.usage import flush_uses
 from mneme.shutdown import stopping
 from mneme.store.chroma import ChromaStore
+from mneme.validate import clean_text
 
 _homes: dict[Path, Home] = {}
 _homes_lock = threading.Lock()
 
 
 def resolve_home(home: str | Path | None = None) -> Path:
-    """The home folder: the argument, else `$MNEME_HOME`, else `./.mneme`."""
+    """The home folder: the argument, else `$MNEME_HOME`, else `./.mneme`.
+
+    Raises:
+        InputError: if it is not a path (a string or a `Path`) or holds a NUL character.
+    """
     raw = home if home is not None else os.environ.get("MNEME_HOME") or ".mneme"
+    if not isinstance(raw, str | os.PathLike) or not isinstance(os.fspath(raw), str):
+        raise InputError(f"mneme: the home must be a folder path, not {type(raw).__name__}")
+    clean_text(os.fspath(raw), "the home folder", limit=4096)
     return Path(raw).expanduser().resolve()
 
 

@@ -63,6 +63,9 @@ def serve(
     """
 
     def start() -> None:
+        from mneme.validate import clean_name
+
+        clean_name(host, "--host")
         _server_threads()
         import uvicorn
 
