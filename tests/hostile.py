@@ -501,14 +501,26 @@ def _seg(value: Any) -> str:
     return quote(ascii(value)[:200], safe="")
 
 
+def _dump(value: Any) -> str:
+    """JSON text of a value, with `Deep` markers written out (no recursion) and junk as strings."""
+    if isinstance(value, Deep):
+        if value.shape == "list":
+            return "[" * value.depth + "]" * value.depth
+        return '{"a":' * value.depth + "{}" + "}" * value.depth
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(str(k)) + ":" + _dump(v) for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_dump(v) for v in value) + "]"
+    try:
+        return json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        return json.dumps(ascii(value))
+
+
 def _body(value: Any) -> bytes:
-    value = expand(value)
     if isinstance(value, bytes):
         return value
-    try:
-        return json.dumps(value, allow_nan=True).encode()
-    except (TypeError, ValueError, RecursionError):
-        return repr(value).encode("utf-8", "surrogatepass")
+    return _dump(value).encode("utf-8", "surrogatepass")
 
 
 def rest_requests(ids: list[str], export: dict[str, Any]) -> st.SearchStrategy[tuple[str, str, bytes | None]]:
