@@ -532,21 +532,18 @@ def rest_requests(ids: list[str], export: dict[str, Any]) -> st.SearchStrategy[t
     junk = st.sampled_from(
         [b"", b"{", b"\xff\xfe\x00", b"[" * 100_000, b"{}" * 10, b"x" * (MAX_BODY_BYTES + 1), b"null", b"NaN"]
     )
+    extras = {
+        "infer": either(st.booleans()),
+        "kind": either(KINDS),
+        "subject": either(st.just("diet")),
+        "importance": either(st.floats(0, 1)),
+        "metadata": either(METADATA),
+        "session_id": either(MAYBE_SESSION),
+    }
     memory_body = st.one_of(
-        st.fixed_dictionaries(
-            {},
-            optional={
-                "text": either(TEXTS),
-                "messages": message_lists(),
-                "infer": either(st.booleans()),
-                "kind": either(KINDS),
-                "subject": either(st.just("diet")),
-                "importance": either(st.floats(0, 1)),
-                "metadata": either(METADATA),
-                "session_id": either(MAYBE_SESSION),
-                "user_id": hostile(),
-            },
-        ),
+        st.fixed_dictionaries({"text": either(TEXTS)}, optional=extras),
+        st.fixed_dictionaries({"messages": message_lists()}, optional=extras),
+        st.fixed_dictionaries({"text": TEXTS, "messages": message_lists(), "user_id": hostile()}),
         hostile(),
     ).map(_body)
     query = st.fixed_dictionaries(

@@ -45,8 +45,11 @@ MAX_IMPORT_CHARS = 10_000_000
 """One import, as JSON, at most (characters)."""
 _INT64 = 2**63 - 1
 
-_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-_NOT_NAME = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+NOT_UNICODE = "\uffff"
+"""A noncharacter, refused like a lone surrogate: what a transport that cannot carry a lone
+surrogate puts in its place (`mcp_server.mend_line`)."""
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff\ufffe\uffff]")
+_NOT_NAME = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
 T = TypeVar("T")
 
@@ -54,7 +57,7 @@ T = TypeVar("T")
 def _why(found: str) -> str:
     if found == "\x00":
         return "holds a NUL character"
-    if "\ud800" <= found <= "\udfff":
+    if "\ud800" <= found <= "\udfff" or found in "\ufffe\uffff":
         return "is not valid Unicode (it holds a lone surrogate, half of a broken emoji)"
     return f"holds the control character U+{ord(found):04X}"
 
@@ -290,6 +293,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_TTL_DAYS",
     "MAX_VALUE_CHARS",
+    "NOT_UNICODE",
     "check_bool",
     "check_choice",
     "check_choices",
