@@ -131,6 +131,13 @@ def test_a_body_over_the_cap_is_refused_before_any_route_runs(client: TestClient
     assert memory.get_all(user_id="ann") == []
 
 
+def test_the_largest_allowed_request_fits_the_body_cap_even_fully_escaped(client: TestClient) -> None:
+    body = json.dumps({"messages": [{"role": "user", "content": "测" * 99_000}] * 2, "infer": False})
+    assert body.isascii() and len(body) > 1_000_000  # every character sent as \\uXXXX
+    resp = client.post("/v1/users/ann/memories", content=body, headers={"content-type": "application/json"})
+    assert resp.status_code == 201, resp.text[:300]
+
+
 def test_a_caller_over_its_rate_gets_429_with_retry_after(memory: Memory) -> None:
     clock = [1000.0]
     limiter = RateLimiter(rate=1.0, burst=3, clock=lambda: clock[0])

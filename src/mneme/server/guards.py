@@ -11,12 +11,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mneme.validate import MAX_IMPORT_CHARS, MAX_REQUEST_CHARS
+from mneme.validate import MAX_IMPORT_CHARS, MAX_METADATA_CHARS, MAX_REQUEST_CHARS
 
-MAX_BODY_BYTES = 4 * MAX_REQUEST_CHARS
-"""A request body, at most (bytes): the largest `add` in UTF-8, with room for JSON."""
-MAX_IMPORT_BYTES = 4 * MAX_IMPORT_CHARS
-"""The body of `POST /v1/users/{user}/import`, at most (bytes)."""
+MAX_BODY_BYTES = 12 * (MAX_REQUEST_CHARS + MAX_METADATA_CHARS)
+"""A request body, at most (bytes, about 2.6 MB): the largest `add` even when every character
+is sent as a JSON escape (`\\uXXXX`, 12 bytes for a character outside the BMP)."""
+MAX_IMPORT_BYTES = 6 * MAX_IMPORT_CHARS
+"""The body of `POST /v1/users/{user}/import`, at most (bytes, 60 MB)."""
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
