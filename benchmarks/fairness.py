@@ -4,12 +4,13 @@ Run: `python -m benchmarks.fairness [--quick] [--src PATH] [--a-chars N]`. The s
 real `mneme serve` on a fresh home (local model, Chroma on disk). User B holds the turns of the
 Chinese multi-session set (`benchmarks/data/zh_multisession.json`) and searches them one query
 at a time with queries never sent before (each one embeds); user A, meanwhile, sends back to
-back the largest requests the limits allow: a 100,000-character text (`save`), and two
-100,000-character messages (`add` with extraction, 200,000 characters, the request cap).
+back the largest requests the limits allow: a text of `MAX_TEXT_CHARS` (`save`), then as many
+such messages as `MAX_REQUEST_CHARS` allows (`add` with extraction). B keeps searching until
+A's two requests are answered.
 Reported: B's p50/p95 alone and under A's load, their ratio (target at most 3), A's request
 times, and the load average. `--src` runs the server from another source tree (e.g. the code
-before this change, for a side-by-side; then use a smaller `--a-chars`, since a 100,000-character
-text took more than 300 s there). Writes `benchmarks/results/fairness.json`.
+before this change, with the same requests, for a side-by-side). Writes
+`benchmarks/results/fairness.json`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import httpx
 
 from benchmarks.common import ROOT, summary, write_result
+from mneme.validate import MAX_REQUEST_CHARS, MAX_TEXT_CHARS
 
 KEY = "fairness-benchmark-key-01"
 DATA = ROOT / "benchmarks" / "data" / "zh_multisession.json"
@@ -94,7 +96,7 @@ async def searches(http: httpx.AsyncClient, queries: list[str]) -> list[float]:
 async def scenario(url: str, quick: bool, a_chars: int) -> dict[str, Any]:
     turns, queries = corpus()
     n = 25 if quick else 60
-    alone_q, loaded_q = queries[:n], queries[n : 2 * n]
+    alone_q = queries[:n]
     headers = {"Authorization": f"Bearer {KEY}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=900) as http:
         messages = [{"role": "user", "content": t, "id": f"b{i}"} for i, t in enumerate(turns)]
@@ -108,34 +110,37 @@ async def scenario(url: str, quick: bool, a_chars: int) -> dict[str, Any]:
         alone = await searches(http, alone_q)
 
         saves: list[dict[str, Any]] = []
-        stop = asyncio.Event()
+        count = max(1, MAX_REQUEST_CHARS // a_chars)
+        requests: list[tuple[str, dict[str, Any]]] = [
+            (f"save, {a_chars:,} characters", {"text": long_text(a_chars, "第一篇：")}),
+            (
+                f"add with extraction, {count} x {a_chars:,} characters",
+                {
+                    "messages": [
+                        {"role": "user", "content": long_text(a_chars, f"第二篇之{i}：")}
+                        for i in range(count)
+                    ]
+                },
+            ),
+        ]
 
         async def user_a() -> None:
-            i = 0
-            while not stop.is_set():
-                if i % 2 == 0:
-                    body: dict[str, Any] = {"text": long_text(a_chars, f"第{i}篇：")}
-                    kind = f"save, {a_chars:,} characters"
-                else:
-                    half = min(a_chars, 100_000)
-                    body = {
-                        "messages": [
-                            {"role": "user", "content": long_text(half, f"第{i}篇甲：")},
-                            {"role": "user", "content": long_text(half, f"第{i}篇乙：")},
-                        ]
-                    }
-                    kind = f"add with extraction, 2 x {half:,} characters"
+            for kind, body in requests:
                 t0 = time.perf_counter()
                 resp = await http.post("/v1/users/A/memories", json=body)
                 saves.append(
                     {"kind": kind, "status": resp.status_code, "s": round(time.perf_counter() - t0, 2)}
                 )
-                i += 1
 
         a_task = asyncio.create_task(user_a())
-        await asyncio.sleep(1.0)  # A's first save is under way
-        loaded = await searches(http, loaded_q)
-        stop.set()
+        await asyncio.sleep(1.0)  # A's first request is under way
+        loaded: list[float] = []
+        rest = [q for q in queries if q not in alone_q]
+        i = 0
+        while not a_task.done() or len(loaded) < n:  # B searches for as long as A is saving
+            query = rest[i % len(rest)] + ("" if i < len(rest) else f" {i}")
+            loaded += await searches(http, [query])
+            i += 1
         await a_task
     p95_alone, p95_loaded = summary(alone)["p95"], summary(loaded)["p95"]
     return {
@@ -155,7 +160,7 @@ def main() -> None:
     parser.add_argument(
         "--src", help="Run the server from this source tree (PYTHONPATH), e.g. /work/main/src."
     )
-    parser.add_argument("--a-chars", type=int, default=100_000, help="Length of user A's texts.")
+    parser.add_argument("--a-chars", type=int, default=MAX_TEXT_CHARS, help="Length of user A's texts.")
     parser.add_argument("--name", default="fairness", help="Result file name (benchmarks/results/NAME.json).")
     args = parser.parse_args()
     load_before = os.getloadavg()

@@ -167,7 +167,7 @@ def message_lists() -> st.SearchStrategy[Any]:
         message,
         st.lists(message, min_size=0, max_size=4),
         st.just(["x"] * (MAX_MESSAGES + 1)),
-        st.just(["y" * 99_000] * 3),  # under the text limit, over the request's
+        st.just(["y" * MAX_TEXT_CHARS] * (MAX_REQUEST_CHARS // MAX_TEXT_CHARS + 1)),  # each fits, not all
         st.just([{"role": "user", "content": "z" * (MAX_REQUEST_CHARS // 2 + 1)}] * 2),
     )
 

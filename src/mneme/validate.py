@@ -18,9 +18,12 @@ from typing import Any, TypeVar
 
 from mneme.errors import InputError
 
-MAX_TEXT_CHARS = 100_000
-"""One memory, or one message, may not be longer than this (characters)."""
-MAX_REQUEST_CHARS = 200_000
+MAX_TEXT_CHARS = 10_000
+"""One memory, or one message, may not be longer than this (characters). Chroma's embedded
+store makes every later write of a collection slower, holding the GIL, the longer the values
+it already keeps: with one 100,000-character memory, each write of its user took about 1 s
+and stalled every other request meanwhile (docs/benchmarks.md, "Fairness")."""
+MAX_REQUEST_CHARS = 100_000
 """All the texts of one `add` call (its messages and metadata) together, at most (characters)."""
 MAX_MESSAGES = 500
 """Messages in one `add` call, at most."""

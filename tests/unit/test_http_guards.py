@@ -16,7 +16,7 @@ from mneme.server.auth import KeyRing
 from mneme.server.guards import MAX_BODY_BYTES, SECURITY_HEADERS
 from mneme.server.ratelimit import RateLimiter
 from mneme.store.chroma import ChromaStore
-from mneme.validate import MAX_MESSAGES
+from mneme.validate import MAX_MESSAGES, MAX_REQUEST_CHARS, MAX_TEXT_CHARS
 from tests.fakes import HashEmbeddings
 from tests.hostile import snapshot
 from tests.unit.test_fuzz import StoreBackend
@@ -80,8 +80,12 @@ def test_the_admin_page_needs_nothing_the_policy_forbids() -> None:
             "at most 500 messages",
         ),
         (
-            json.dumps({"messages": [{"role": "user", "content": "y" * 99_000}] * 3}),
-            "at most 200,000 characters",
+            json.dumps({"messages": [{"role": "user", "content": "y" * 9_000}] * 12}),
+            "at most 100,000 characters",
+        ),
+        (
+            json.dumps({"messages": [{"role": "user", "content": "y" * 10_001}]}),
+            "at most 10,000 characters",
         ),
         ('{"text": "I like tea", "metadata": {"a": Infinity}}', "NaN or infinity"),
         ("[" * 50_000 + "]" * 50_000, ""),
@@ -132,8 +136,9 @@ def test_a_body_over_the_cap_is_refused_before_any_route_runs(client: TestClient
 
 
 def test_the_largest_allowed_request_fits_the_body_cap_even_fully_escaped(client: TestClient) -> None:
-    body = json.dumps({"messages": [{"role": "user", "content": "测" * 99_000}] * 2, "infer": False})
-    assert body.isascii() and len(body) > 1_000_000  # every character sent as \\uXXXX
+    texts = [f"{i}" + "测" * (MAX_TEXT_CHARS - 1) for i in range(MAX_REQUEST_CHARS // MAX_TEXT_CHARS)]
+    body = json.dumps({"messages": [{"role": "user", "content": t} for t in texts], "infer": False})
+    assert body.isascii() and len(body) > 6 * MAX_REQUEST_CHARS  # every character sent as \\uXXXX
     resp = client.post("/v1/users/ann/memories", content=body, headers={"content-type": "application/json"})
     assert resp.status_code == 201, resp.text[:300]
 

@@ -55,7 +55,7 @@ def spoiled(export: dict[str, Any], **changes: Any) -> dict[str, Any]:
     [
         ({"sessions": 5}, "'sessions' must be a list"),
         ({"memories__1__id": ""}, "the id of memory 1 is empty"),
-        ({"memories__1__text": "x" * (MAX_TEXT_CHARS + 1)}, "at most 100,000 characters"),
+        ({"memories__1__text": "x" * (MAX_TEXT_CHARS + 1)}, f"at most {MAX_TEXT_CHARS:,} characters"),
         ({"memories__1__text": "bad \ud800"}, "not valid Unicode"),
         ({"memories__1__importance": float("nan")}, "NaN"),
         ({"history__0__memory_id": ""}, "memory_id of history row 0 is empty"),
