@@ -17,7 +17,7 @@ from tests import hostile
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = int(os.environ.get("MNEME_FUZZ_EXAMPLES", "120")) // 2
+EXAMPLES = int(os.environ.get("MNEME_FUZZ_EXAMPLES", "60")) // 2
 
 
 def test_every_cli_command_refuses_hostile_input_in_one_line(tmp_path: Path, home: Path) -> None:

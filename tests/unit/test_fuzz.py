@@ -27,9 +27,10 @@ from mneme.sessions import Sessions
 from mneme.store.chroma import ChromaStore
 from tests import hostile
 from tests.fakes import HashEmbeddings
+from tests.unit.test_retrieval_tools import run as run_tool
 
-EXAMPLES = int(os.environ.get("MNEME_FUZZ_EXAMPLES", "120"))
-"""Examples per door in `make test` (the benchmark runs thousands)."""
+EXAMPLES = int(os.environ.get("MNEME_FUZZ_EXAMPLES", "60"))
+"""Examples per door group in `make test` (x2 for `Memory` and REST; the benchmark runs many more)."""
 KEY = "fuzz-operator-key-0001"
 
 
@@ -112,3 +113,11 @@ def test_every_mcp_tool_answers_hostile_arguments_with_a_tool_error(
     assert {"MCP search_memory", "MCP save_memory", "MCP forget_memory", "MCP list_memories"} <= set(
         fuzz.tallies
     )
+
+
+@pytest.mark.parametrize("query", ["bad \ud800", "nul \x00", "x" * 10_001])
+def test_the_search_tool_answers_a_bad_query_with_an_error_reply(
+    world: tuple[Memory, list[str], dict[str, Any]], query: str
+) -> None:
+    reply, _ = run_tool(world[0].store, "ann", "search_memory", {"query": query})
+    assert "error" in reply and "mneme:" in reply["error"]
