@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import ROOT, summary, write_result
+from benchmarks.common import ROOT, pct, summary, write_result
 from mneme.validate import MAX_REQUEST_CHARS, MAX_TEXT_CHARS
 
 KEY = "fairness-benchmark-key-01"
@@ -157,9 +157,13 @@ async def scenario(url: str, quick: bool, a_chars: int) -> dict[str, Any]:
         with contextlib.suppress(asyncio.CancelledError):
             await a_task
     p95_alone, p95_loaded = summary(alone)["p95"], summary(loaded)["p95"]
+
+    def tail(values: list[float]) -> dict[str, float]:
+        return {**summary(values), "p99": round(pct(values, 99), 2), "max": round(max(values), 2)}
+
     return {
-        "b_alone_ms": summary(alone),
-        "b_while_a_saves_ms": summary(loaded),
+        "b_alone_ms": tail(alone),
+        "b_while_a_saves_ms": tail(loaded),
         "p95_ratio": round(p95_loaded / p95_alone, 2),
         "b_searches": {"alone": len(alone), "while_a_saves": len(loaded)},
         "b_memories": len(turns),

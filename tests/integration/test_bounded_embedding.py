@@ -136,3 +136,21 @@ def test_no_new_embedding_starts_once_the_process_is_stopping(stopped: None) -> 
         emb.embed_documents(["a text never embedded before the stop"])
     with pytest.raises(ShuttingDown):
         emb.embed_query("a query never embedded before the stop")
+
+
+def test_concurrent_engine_calls_give_the_same_vectors_as_one_at_a_time() -> None:
+    model = _local_model()
+    texts = [f"我喜欢在周末去公园散步 {i} " * (1 + i % 5) for i in range(16)]
+    alone = [model.passage(t) for t in texts]
+    together: list[Any] = [None] * len(texts)
+
+    def work(start: int) -> None:
+        for i in range(start, len(texts), 4):
+            together[i] = model.passage(texts[i])
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
