@@ -28,7 +28,7 @@ from tests.integration.test_cli import MNEME, run
 pytestmark = pytest.mark.integration
 
 KEY = "stop-test-operator-key"
-STOP_S = 5.0
+STOP_S = 6.0
 """SIGTERM to exit, at most (a few seconds, with a request of the largest size in flight)."""
 LONGEST = ("我喜欢在周末去公园散步，然后喝一杯咖啡。" * 6000)[:MAX_TEXT_CHARS]
 

@@ -20,7 +20,7 @@ ChromaOpt = Annotated[
 ]
 
 
-GRACE_S = 3
+GRACE_S = 1
 """On SIGTERM, requests still running after this many seconds are cancelled."""
 
 

@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,6 +18,8 @@ T = TypeVar("T")
 
 DEFAULT_WORKERS = 8
 """Worker threads per `AsyncMemory`: enough to overlap store I/O and embedding for a server."""
+STOP_WAIT_S = 2.0
+"""When the process is stopping, `close` waits this long at most for calls still running."""
 PER_USER = 2
 """Worker threads one user's calls may hold at once: the others stay free for other users, so a
 user who sends many requests at once waits for their own, not everyone else."""
@@ -63,6 +65,7 @@ class AsyncMemory:
         """
         self.memory = memory
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mneme-memory")
+        self._inflight: set[Future[Any]] = set()
         self._queues: dict[str, _UserQueue] = {}
 
     @classmethod
@@ -75,10 +78,15 @@ class AsyncMemory:
     def close(self) -> None:
         """Wait for running calls, then release the home folder.
 
-        While the process is stopping (`mneme.shutdown`), calls not started yet are cancelled
-        and running ones end at their next bounded step.
+        While the process is stopping (`mneme.shutdown`), calls not started yet are cancelled,
+        and running ones (which end at their next bounded step) are waited for `STOP_WAIT_S` at
+        most: what they did not finish was not acknowledged, and every write is idempotent.
         """
-        self._pool.shutdown(wait=True, cancel_futures=stopping())
+        if stopping():
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            wait(list(self._inflight), timeout=STOP_WAIT_S)
+        else:
+            self._pool.shutdown(wait=True)
         self.memory.close()
 
     async def __aenter__(self) -> AsyncMemory:
@@ -102,15 +110,21 @@ class AsyncMemory:
         if queue.idle and self._queues.get(user_id) is queue:
             del self._queues[user_id]
 
+    def _submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        """Run a call in the pool, kept in `_inflight` until it ends."""
+        future = self._pool.submit(call)
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
+        return asyncio.wrap_future(future)
+
     async def _run(self, fn: Callable[[], T], done: Callable[[], None], slots: asyncio.Semaphore) -> T:
         try:
             await slots.acquire()
         except BaseException:
             done()
             raise
-        loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, fn)
-        task = loop.run_in_executor(self._pool, call)
+        task = self._submit(call)
 
         def finished(_: object = None) -> None:
             slots.release()
@@ -156,9 +170,8 @@ class AsyncMemory:
         return await self._run(fn, release, queue.slots)
 
     async def _free(self, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, fn)
-        return await loop.run_in_executor(self._pool, call)
+        return await self._submit(call)
 
     # -- writes ------------------------------------------------------------------------------
 
