@@ -29,3 +29,15 @@ class ConfigError(MnemeError, ValueError):
 
 class ModelError(MnemeError, RuntimeError):
     """The chat model could not answer: its server is down, too slow, or refused the request."""
+
+
+class ShuttingDown(MnemeError, RuntimeError):
+    """The process is stopping: the call was not done (nothing was acknowledged); retry later."""
+
+
+class RateLimited(MnemeError):
+    """A caller sent more requests than its rate allows."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

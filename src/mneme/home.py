@@ -16,18 +16,27 @@ from langgraph.store.base import BaseStore
 
 from mneme.checkpoints import CompactSqliteSaver
 from mneme.embeddings import embedding_dims, resolve_embeddings
-from mneme.errors import ConfigError, HomeLockedError
+from mneme.errors import ConfigError, HomeLockedError, InputError
 from mneme.memory.usage import flush_uses
+from mneme.shutdown import stopping
 from mneme.store.chroma import ChromaStore
 from mneme.store.split import SplitStore
+from mneme.validate import clean_text
 
 _homes: dict[Path | str, Home] = {}
 _homes_lock = threading.Lock()
 
 
 def resolve_home(home: str | Path | None = None) -> Path:
-    """The home folder: the argument, else `$MNEME_HOME`, else `./.mneme`."""
+    """The home folder: the argument, else `$MNEME_HOME`, else `./.mneme`.
+
+    Raises:
+        InputError: if it is not a path (a string or a `Path`) or holds a NUL character.
+    """
     raw = home if home is not None else os.environ.get("MNEME_HOME") or ".mneme"
+    if not isinstance(raw, str | os.PathLike) or not isinstance(os.fspath(raw), str):
+        raise InputError(f"mneme: the home must be a folder path, not {type(raw).__name__}")
+    clean_text(os.fspath(raw), "the home folder", limit=4096)
     return Path(raw).expanduser().resolve()
 
 
@@ -80,21 +89,31 @@ class Home:
                 raise
 
     def _acquire(self) -> None:
-        lock_path = self.path / "lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        """Take the home: an OS lock (`flock`) on the folder itself, held while it is open.
+
+        The lock is on the folder, not on a file in it, so deleting the `lock` file (which
+        only says who owns the home) cannot let a second process in; the OS drops the lock
+        when the owner exits, however it exits.
+        """
+        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            owner = os.read(fd, 64).decode(errors="replace").strip() or "another process"
-            os.close(fd)
+            os.close(dir_fd)
+            try:
+                owner = (self.path / "lock").read_text(errors="replace").strip()[:64]
+            except OSError:
+                owner = ""
             raise HomeLockedError(
-                f"mneme: the home {self.path} is in use by process {owner}. Chroma's embedded "
-                "store is single-process: stop that process, use another --home, or share "
-                "memory through a Chroma server (MNEME_CHROMA_URL=http://host:port)."
+                f"mneme: the home {self.path} is in use by process {owner or 'another process'}. "
+                "Chroma's embedded store is single-process: stop that process, use another --home, "
+                "or share memory through a Chroma server (MNEME_CHROMA_URL=http://host:port)."
             ) from None
+        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
-        self._lock_fd = fd
+        os.close(fd)
+        self._lock_fd = dir_fd
 
     def _release(self) -> None:
         if self._lock_fd is not None:
@@ -135,12 +154,12 @@ class Home:
             _homes.pop(self.postgres_url or self.path, None)
         # Use counts are written by a background thread: write the queued ones while this
         # process still owns the folder (after the lock is released another process may).
-        flush_uses(5.0)
+        flush_uses(1.0 if stopping() else 5.0)
         # Deferred extractions still running need the store: they are persisted, so what does
         # not finish in time runs again from the queue at the next start.
         from mneme.memory.worker import worker
 
-        worker().flush(5.0)
+        worker().flush(1.0 if stopping() else 5.0)
         if self._conn is not None:
             self._conn.close()
             self._conn = None

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import io
+import json
+import os
+import re
+from typing import IO, Annotated, Any, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -12,6 +16,7 @@ from pydantic import BaseModel, Field
 from mneme.errors import MnemeError
 from mneme.memory.aio import AsyncMemory
 from mneme.memory.record import Kind, MemoryChange, MemoryHit, check_user
+from mneme.validate import NOT_UNICODE
 
 INSTRUCTIONS = (
     "Long-term memory of one user ({user}). Search it before answering questions about the "
@@ -122,9 +127,80 @@ def build_server(memory: AsyncMemory, user_id: str) -> MCPServer:
     return server
 
 
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _mend(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE.sub(NOT_UNICODE, value)
+    if isinstance(value, dict):
+        return {_mend(k): _mend(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mend(v) for v in value]
+    return value
+
+
+def mend_line(line: str) -> str:
+    """A JSON-RPC line the MCP library can parse: each lone surrogate becomes U+FFFF.
+
+    The library's JSON parser refuses an escaped lone surrogate (`U+D800` alone) and cannot tell
+    which request failed, so the client never gets an answer. U+FFFF is a noncharacter that
+    `mneme.validate` refuses like a lone surrogate, so the tool answers with a clear error.
+    """
+    if not _ESCAPED_SURROGATE.search(line):
+        return line
+    try:
+        parsed = json.loads(line)
+    except (ValueError, RecursionError):
+        return line  # the library answers malformed JSON itself
+    return json.dumps(_mend(parsed), ensure_ascii=False) + "\n"
+
+
+class _MendedLines(io.TextIOBase):
+    """A text stream whose lines went through `mend_line`."""
+
+    def __init__(self, inner: io.TextIOBase) -> None:
+        self._inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        line = self._inner.readline()
+        return mend_line(line) if line else line
+
+
 async def serve_stdio(memory: AsyncMemory, user_id: str) -> None:
-    """Serve one user's memory over stdin/stdout until the client closes the connection."""
-    await build_server(memory, user_id).run_stdio_async()
+    """Serve one user's memory over stdin/stdout until the client closes the connection.
+
+    Like `MCPServer.run_stdio_async`, with one difference: incoming lines are mended first
+    (`mend_line`), so a request holding a lone surrogate gets a tool error instead of no
+    answer at all. While serving, fd 0 reads the null device and fd 1 writes to stderr, so
+    stray output never reaches the wire; both are restored on exit.
+    """
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(memory, user_id)
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        reader = io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace")
+        writer = io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8", write_through=True)
+        stdin = anyio.wrap_file(cast("IO[str]", _MendedLines(reader)))
+        async with stdio_server(stdin, anyio.wrap_file(writer)) as (read_stream, write_stream):
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    finally:
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        os.close(saved_in)
+        os.close(saved_out)
 
 
 __all__ = ["build_server", "serve_stdio"]

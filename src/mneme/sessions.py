@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from mneme.memory.record import Source, check_user
 from mneme.memory.repo import Repo
 from mneme.memory.write import WriteContext, Writer
 from mneme.tokens import message_text
+from mneme.validate import check_bool, clean_name
 
 
 class SessionInfo(BaseModel):
@@ -216,12 +218,14 @@ class Sessions:
             NotFoundError: the thread is unknown or belongs to another user.
         """
         self._record(thread_id, user_id)
+        check_bool(forget_episodes, "forget_episodes")
         if forget_episodes:
             writer = Writer(self.store)
             ctx = WriteContext(user_id=user_id, source=Source(thread_id=thread_id, actor="api"))
             for record in self._repo.records(user_id, ["episodic"]):
                 if record.source.thread_id == thread_id:
-                    writer.delete(record, ctx, reason="its session was deleted")
+                    with contextlib.suppress(NotFoundError):  # deleted meanwhile by another call
+                        writer.delete(record, ctx, reason="its session was deleted")
         self.checkpointer.delete_thread(thread_id)
         self._repo.delete_session(user_id, thread_id)
 
@@ -275,7 +279,8 @@ class Sessions:
 
     def _record(self, thread_id: str, user_id: str) -> dict[str, Any]:
         check_user(user_id)
-        record = self._repo.session(user_id, thread_id) if thread_id else None
+        clean_name(thread_id, "the session id")
+        record = self._repo.session(user_id, thread_id)
         if record is None:
             raise NotFoundError(f"mneme: no session {thread_id!r} for user {user_id!r}")
         return record

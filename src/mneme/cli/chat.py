@@ -39,8 +39,13 @@ def chat(
         from mneme.graph import build_graph
         from mneme.home import open_home
         from mneme.memory.api import Memory
+        from mneme.memory.record import check_user
         from mneme.state import InputState
+        from mneme.validate import clean_name, clean_text
 
+        check_user(user)
+        if session is not None:
+            clean_name(session, "the session id")
         opened = open_home(home)
         graph = build_graph(checkpointer=opened.checkpointer(), store=opened.store, model=model)
         thread = session or f"chat-{uuid.uuid4().hex[:8]}"
@@ -59,6 +64,7 @@ def chat(
                         console.print(f"- ({r.kind}) {r.text}")
                     continue
                 try:
+                    clean_text(text, "the message")
                     out = graph.invoke(
                         InputState(messages=[HumanMessage(content=text)]),
                         {"configurable": {"thread_id": thread}},
@@ -75,11 +81,22 @@ def chat(
 
 
 def _lines(interactive: bool) -> Iterator[str]:
+    """Lines typed or piped in.
+
+    Bytes that are not UTF-8 come through as lone surrogates, which the chat then refuses
+    with a clear error instead of crashing.
+    """
+    raw = getattr(sys.stdin, "buffer", None)
     while True:
         try:
-            line = input("you> ") if interactive else sys.stdin.readline()
+            if interactive or raw is None:
+                line = input("you> ") if interactive else sys.stdin.readline()
+            else:
+                line = raw.readline().decode("utf-8", "surrogateescape")
         except EOFError:
             return
+        except UnicodeDecodeError:
+            line = "\udcff\n"
         if not interactive and line == "":
             return
         yield line

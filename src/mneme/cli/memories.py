@@ -307,13 +307,18 @@ def memories_import(
     home: HomeOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Load an export into a user (ids are kept: importing twice changes nothing)."""
+    """Load an export into a user (ids are kept: importing twice changes nothing).
+
+    The whole file is checked first: a malformed row anywhere means nothing is written.
+    """
 
     def run() -> None:
         data = _read_export(file)
         chunks = _chunks(data)
         changes: list[dict[str, Any]] = []
         with _open(home) as mem:
+            for chunk in chunks:  # every part is checked before the first one is written
+                mem.check_import(chunk, user_id=user)
             show = not as_json and sys.stderr.isatty()
             for chunk in progress(chunks, len(chunks), f"importing into {user}", show=show):
                 changes += [c.model_dump(mode="json") for c in mem.import_data(chunk, user_id=user)]
@@ -328,16 +333,21 @@ def memories_import(
 
 
 def _read_export(file: Path) -> dict[str, Any]:
-    if str(file) == "-":
-        raw = sys.stdin.read()
-    elif not file.is_file():
-        fail(f"no such file: {file}", EXIT_NOT_FOUND)
-    else:
-        raw = file.read_text(encoding="utf-8")
+    try:
+        if str(file) == "-":
+            raw = sys.stdin.read()
+        elif not file.is_file():
+            fail(f"no such file: {file}", EXIT_NOT_FOUND)
+        else:
+            raw = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"mneme: {file} is not UTF-8 text (byte {exc.start})") from exc
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InputError(f"mneme: {file} is not JSON ({exc.msg}, line {exc.lineno})") from exc
+    except RecursionError as exc:
+        raise InputError(f"mneme: {file} is nested too deeply to be a mneme export") from exc
     if not isinstance(data, dict):
         raise InputError(f"mneme: {file} is not a mneme export")
     return data

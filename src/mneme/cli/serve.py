@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -25,6 +26,25 @@ PostgresOpt = Annotated[
         help="Keep threads and memory in a Postgres with pgvector (postgresql://...), shared by several processes.",
     ),
 ]
+
+
+GRACE_S = 1
+"""On SIGTERM, requests still running after this many seconds are cancelled."""
+
+
+def _stopping_server() -> type:
+    import uvicorn
+
+    from mneme import shutdown
+
+    class StoppingServer(uvicorn.Server):
+        """uvicorn's server, which also tells mneme's long work to stop when a signal comes."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            shutdown.begin()  # embedding calls and queued jobs stop at their next step
+            super().handle_exit(sig, frame)
+
+    return StoppingServer
 
 
 def _server_threads() -> None:
@@ -61,6 +81,9 @@ def serve(
     """
 
     def start() -> None:
+        from mneme.validate import clean_name
+
+        clean_name(host, "--host")
         _server_threads()
         import uvicorn
 
@@ -96,7 +119,14 @@ def serve(
                 soft_wrap=True,
             )
         if workers == 1:
-            uvicorn.run(create_app(backend, keys=keys), host=host, port=port, log_level="warning")
+            config = uvicorn.Config(
+                create_app(backend, keys=keys),
+                host=host,
+                port=port,
+                log_level="warning",
+                timeout_graceful_shutdown=GRACE_S,
+            )
+            _stopping_server()(config).run()
             return
         # Each worker process opens the same store itself (`app_from_env`): hand it the settings.
         backend.close_now()
@@ -113,6 +143,7 @@ def serve(
             port=port,
             workers=workers,
             log_level="warning",
+            timeout_graceful_shutdown=GRACE_S,
         )
 
     guarded(start)

@@ -6,17 +6,23 @@ import asyncio
 import contextvars
 import functools
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
 from mneme.memory.api import Memory, MessagesOrText
 from mneme.memory.record import HistoryEntry, Kind, MemoryChange, MemoryHit, MemoryRecord, check_user
+from mneme.shutdown import stopping
 
 T = TypeVar("T")
 
 DEFAULT_WORKERS = 8
 """Worker threads per `AsyncMemory`: enough to overlap store I/O and embedding for a server."""
+STOP_WAIT_S = 2.0
+"""When the process is stopping, `close` waits this long at most for calls still running."""
+PER_USER = 2
+"""Worker threads one user's calls may hold at once: the others stay free for other users, so a
+user who sends many requests at once waits for their own, not everyone else."""
 
 
 class _UserQueue:
@@ -29,6 +35,7 @@ class _UserQueue:
     def __init__(self) -> None:
         self.last_write: asyncio.Future[None] | None = None
         self.reads: set[asyncio.Future[None]] = set()
+        self.slots = asyncio.Semaphore(PER_USER)
 
     @property
     def idle(self) -> bool:
@@ -40,7 +47,8 @@ class AsyncMemory:
 
     Every call runs the synchronous layer (store and embedding model) in a worker thread. Calls
     about one user keep their arrival order: a search that arrives after an add sees it, and
-    two writes never interleave. Calls about different users run in parallel.
+    two writes never interleave. Calls about different users run in parallel, and one user's
+    calls hold at most `PER_USER` of the worker threads, so one busy user never stalls the rest.
 
     Example:
         >>> mem = AsyncMemory(Memory.open())
@@ -57,6 +65,7 @@ class AsyncMemory:
         """
         self.memory = memory
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mneme-memory")
+        self._inflight: set[Future[Any]] = set()
         self._queues: dict[str, _UserQueue] = {}
 
     @classmethod
@@ -67,8 +76,17 @@ class AsyncMemory:
         return cls(Memory.open(home, **kwargs), workers=workers)
 
     def close(self) -> None:
-        """Wait for running calls, then release the home folder."""
-        self._pool.shutdown(wait=True)
+        """Wait for running calls, then release the home folder.
+
+        While the process is stopping (`mneme.shutdown`), calls not started yet are cancelled,
+        and running ones (which end at their next bounded step) are waited for `STOP_WAIT_S` at
+        most: what they did not finish was not acknowledged, and every write is idempotent.
+        """
+        if stopping():
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            wait(list(self._inflight), timeout=STOP_WAIT_S)
+        else:
+            self._pool.shutdown(wait=True)
         self.memory.close()
 
     async def __aenter__(self) -> AsyncMemory:
@@ -92,18 +110,34 @@ class AsyncMemory:
         if queue.idle and self._queues.get(user_id) is queue:
             del self._queues[user_id]
 
-    async def _run(self, fn: Callable[[], T], done: Callable[[], None]) -> T:
-        loop = asyncio.get_running_loop()
+    def _submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        """Run a call in the pool, kept in `_inflight` until it ends."""
+        future = self._pool.submit(call)
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
+        return asyncio.wrap_future(future)
+
+    async def _run(self, fn: Callable[[], T], done: Callable[[], None], slots: asyncio.Semaphore) -> T:
+        try:
+            await slots.acquire()
+        except BaseException:
+            done()
+            raise
         call = functools.partial(contextvars.copy_context().run, fn)
-        task = loop.run_in_executor(self._pool, call)
+        task = self._submit(call)
+
+        def finished(_: object = None) -> None:
+            slots.release()
+            done()
+
         try:
             return await asyncio.shield(task)
         finally:
             # A cancelled caller must not let the next call overtake a thread still running.
             if task.done():
-                done()
+                finished()
             else:
-                task.add_done_callback(lambda _: done())
+                task.add_done_callback(finished)
 
     async def _read(self, user_id: str, fn: Callable[[], T]) -> T:
         queue = self._queue(user_id)
@@ -117,7 +151,7 @@ class AsyncMemory:
         except BaseException:
             release()
             raise
-        return await self._run(fn, release)
+        return await self._run(fn, release, queue.slots)
 
     async def _write(self, user_id: str, fn: Callable[[], T]) -> T:
         queue = self._queue(user_id)
@@ -133,12 +167,11 @@ class AsyncMemory:
                 # Later calls are chained on this write: let them go once what came before is done.
                 waiting.add_done_callback(lambda _: release())
                 raise
-        return await self._run(fn, release)
+        return await self._run(fn, release, queue.slots)
 
     async def _free(self, fn: Callable[[], T]) -> T:
-        loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, fn)
-        return await loop.run_in_executor(self._pool, call)
+        return await self._submit(call)
 
     # -- writes ------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,18 +12,20 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 
 from mneme.context import Context
 from mneme.errors import InputError, NotFoundError
 from mneme.memory.expiry import is_expired
 from mneme.memory.extract import Candidate
 from mneme.memory.gate import STATS
+from mneme.memory.importer import EXPORT_FORMAT, plan_import
 from mneme.memory.lexical import check_filters
+from mneme.memory.orphans import settle
 from mneme.memory.pipeline import Pipeline, write_context
 from mneme.memory.queue import PendingJob
 from mneme.memory.record import (
-    ARCHIVE,
+    HISTORY,
     HistoryEntry,
     Kind,
     MemoryChange,
@@ -36,28 +40,80 @@ from mneme.memory.record import (
 from mneme.memory.redact import RedactionPolicy
 from mneme.memory.repo import KINDS, Repo
 from mneme.memory.search import SearchSettings, search
-from mneme.memory.write import WriteContext, Writer, archive_key, stable_id
+from mneme.memory.write import WriteContext, Writer, user_lock
 from mneme.tokens import message_text
+from mneme.validate import (
+    MAX_LIMIT,
+    MAX_MESSAGES,
+    MAX_METADATA_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REQUEST_CHARS,
+    MAX_TTL_DAYS,
+    MAX_VALUE_CHARS,
+    check_bool,
+    check_choice,
+    check_choices,
+    check_int,
+    check_json,
+    check_metadata,
+    check_number,
+    check_time,
+    check_total,
+    clean_name,
+    clean_text,
+    json_size,
+    optional_name,
+    printable,
+)
+from mneme.validate import MAX_TEXT_CHARS as MAX_TEXT_CHARS  # re-exported: the documented limit
 
-EXPORT_FORMAT = "mneme-export/1"
-MAX_TEXT_CHARS = 100_000
-"""A single memory (or verbatim message) may not be longer than this."""
+log = logging.getLogger("mneme.memory")
 
 MessagesOrText = str | dict[str, Any] | BaseMessage | Sequence[str | dict[str, Any] | BaseMessage]
 
 
 def to_messages(value: MessagesOrText) -> list[BaseMessage]:
-    """Normalize what `add` accepts into LangChain messages (a bare string is a user message)."""
+    """Normalize what `add` accepts into LangChain messages (a bare string is a user message).
+
+    Raises:
+        InputError: if it is not a text, a message or a list of them, if there are more than
+            `MAX_MESSAGES`, or if a message cannot be read (a bad role, `tool_calls` that are
+            not a list of calls, ...).
+    """
     if isinstance(value, str):
         items: list[Any] = [{"role": "user", "content": value}]
     elif isinstance(value, dict | BaseMessage):
         items = [value]
-    else:
+    elif isinstance(value, list | tuple):
+        if len(value) > MAX_MESSAGES:
+            raise InputError(f"mneme: one call may add at most {MAX_MESSAGES} messages (got {len(value)})")
         items = [{"role": "user", "content": v} if isinstance(v, str) else v for v in value]
+    else:
+        raise InputError(f"mneme: add takes a text, a message or a list of them, not {type(value).__name__}")
+    for item in items:
+        if isinstance(item, dict):
+            check_json(item, "a message", limit=MAX_REQUEST_CHARS + MAX_METADATA_CHARS)
+            calls = item.get("tool_calls")
+            if calls is not None and not (
+                isinstance(calls, list)
+                and all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls)
+            ):
+                raise InputError(
+                    "mneme: a message's tool_calls must be a list of calls ({'name': ..., 'args': {...}})"
+                )
+        elif not isinstance(item, BaseMessage):
+            raise InputError(
+                f"mneme: a message must be a text, a dict or a message, not {type(item).__name__}"
+            )
     try:
         messages = convert_to_messages(items)
-    except (ValueError, TypeError, NotImplementedError) as exc:
-        raise InputError(f"mneme: cannot read these messages: {exc}") from exc
+    except InputError:
+        raise
+    except Exception as exc:  # LangChain raises many kinds for a malformed message dict
+        raise InputError(f"mneme: cannot read these messages: {printable(str(exc), 300)}") from exc
+    for m in messages:
+        if m.id is not None:
+            clean_name(m.id, "a message id")
     return messages
 
 
@@ -186,14 +242,17 @@ class Memory:
             The changes made: ADD, NOOP, SUPERSEDE, DELETE, REFUSE or QUEUED, with ids and texts.
         """
         check_user(user_id)
+        session_id = optional_name(session_id, "session_id")
+        agent_id = optional_name(agent_id, "agent_id")
+        check_bool(infer, "infer")
+        metadata = check_metadata(metadata)
         messages = to_messages(messages_or_text)
         if not messages:
             raise InputError("mneme: nothing to add")
-        texts = [message_text(m) for m in messages]
+        texts = [clean_text(message_text(m), "a message", blank=True) for m in messages]
         if not any(t.strip() for t in texts):
             raise InputError("mneme: the message is empty")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InputError("mneme: metadata must be a dict")
+        check_total(texts, json_size(metadata) if metadata else 0)
         if not infer:
             ctx = write_context(
                 self.context,
@@ -206,8 +265,6 @@ class Memory:
             for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
                 if not text.strip():
                     continue
-                if len(text) > MAX_TEXT_CHARS:
-                    raise InputError(f"mneme: a memory may be at most {MAX_TEXT_CHARS} characters")
                 rows.append((text, {"role": m.type, "message_id": m.id or str(i)}))
             return self._writer.add_verbatim(rows, ctx)
         said = [
@@ -256,20 +313,21 @@ class Memory:
             The change made.
         """
         check_user(user_id)
-        if not isinstance(text, str) or not text.strip():
-            raise InputError("mneme: the memory text is empty")
-        if len(text) > MAX_TEXT_CHARS:
-            raise InputError(f"mneme: a memory may be at most {MAX_TEXT_CHARS} characters")
-        if kind not in KINDS:
-            raise InputError(f"mneme: kind must be one of {KINDS}, not {kind!r}")
-        if not 0.0 <= float(importance) <= 1.0:
-            raise InputError("mneme: importance must be between 0 and 1")
-        if ttl_days is not None and ttl_days < 0:
-            raise InputError("mneme: ttl_days cannot be negative (0 means never expire)")
-        if subject is not None and (not isinstance(subject, str) or not subject.strip()):
-            raise InputError("mneme: subject must be a non-empty string")
+        clean_text(text, "the memory text")
+        kind = check_choice(kind, "kind", KINDS)
+        importance = check_number(importance, "importance", 0.0, 1.0)
+        if ttl_days is not None:  # 0 means never expire
+            ttl_days = check_number(ttl_days, "ttl_days", 0.0, MAX_TTL_DAYS)
+        subject = optional_name(subject, "subject")
+        if value is not None:
+            clean_text(value, "the value", limit=MAX_VALUE_CHARS)
+        metadata = check_metadata(metadata)
+        clean_name(actor, "actor")
+        session_id = optional_name(session_id, "session_id")
+        check_bool(confirmed, "confirmed")
+        check_total([text, value or ""], json_size(metadata) if metadata else 0)
         ctx = self._ctx(user_id, actor, session_id)
-        ctx.metadata = dict(metadata or {})
+        ctx.metadata = metadata
         ctx.confirmed = confirmed
         cand = Candidate(
             kind=kind,
@@ -312,8 +370,8 @@ class Memory:
         Returns:
             The change (ADD, SUPERSEDE or NOOP).
         """
-        if not isinstance(value, str) or not value.strip():
-            raise InputError("mneme: a profile field needs a non-empty value")
+        clean_name(subject, "the field's name")
+        clean_text(value, "the field's value", limit=MAX_VALUE_CHARS)
         return self.save(
             text or f"{subject}: {value}",
             user_id=user_id,
@@ -335,12 +393,14 @@ class Memory:
         }
 
     def update(self, memory_id: str, text: str, *, user_id: str, actor: str = "api") -> MemoryChange:
-        """Replace a memory's text; the old text stays in its history."""
+        """Replace a memory's text; the old text stays in its history.
+
+        Concurrent edits and deletes of one memory keep one order: an edit that comes after a
+        delete finds nothing (`NotFoundError`), and every edit has its own history row.
+        """
+        clean_text(text, "the new text")
+        clean_name(actor, "actor")
         record = self.get(memory_id, user_id=user_id)
-        if not isinstance(text, str) or not text.strip():
-            raise InputError("mneme: the new text is empty")
-        if len(text) > MAX_TEXT_CHARS:
-            raise InputError(f"mneme: a memory may be at most {MAX_TEXT_CHARS} characters")
         try:
             return self._writer.update(record, text.strip(), self._ctx(user_id, actor))
         except ValueError as exc:
@@ -348,6 +408,7 @@ class Memory:
 
     def delete(self, memory_id: str, *, user_id: str, actor: str = "api") -> MemoryChange:
         """Forget one memory (its text is also scrubbed from its history)."""
+        clean_name(actor, "actor")
         record = self.get(memory_id, user_id=user_id)
         return self._writer.delete(record, self._ctx(user_id, actor), reason="deleted through the API")
 
@@ -370,6 +431,7 @@ class Memory:
         Returns:
             One EXPIRE change per memory that left the current view.
         """
+        now = check_time(now, "now")
         users = [check_user(user_id)] if user_id is not None else self._repo.users()
         changes: list[MemoryChange] = []
         for user in users:
@@ -390,6 +452,7 @@ class Memory:
         """
         if user_id is not None:
             check_user(user_id)
+        check_bool(force, "force")
         return self._pipeline().retry(user_id, force=force)
 
     @staticmethod
@@ -439,15 +502,17 @@ class Memory:
             Hits, best first, each with a score in 0..1.
         """
         check_user(user_id)
-        if not isinstance(query, str) or not query.strip():
-            raise InputError("mneme: the search query is empty")
-        if not isinstance(limit, int) or limit < 1:
-            raise InputError("mneme: limit must be at least 1")
-        if kinds is not None:
-            bad = [k for k in kinds if k not in KINDS]
-            if bad:
-                raise InputError(f"mneme: unknown kinds {bad}; use {KINDS}")
+        clean_text(query, "the search query", limit=MAX_QUERY_CHARS)
+        check_int(limit, "limit", 1, MAX_LIMIT)
+        kinds = check_choices(kinds, "kinds", KINDS)
+        check_bool(include_history, "include_history")
+        if filters is not None:
+            check_json(filters, "filters", limit=MAX_METADATA_CHARS, depth=3)
         check_filters(filters)
+        min_relevance = check_number(min_relevance, "min_relevance", 0.0, 1.0)
+        session_id = optional_name(session_id, "session_id")
+        if max_sensitivity is not None:
+            check_int(max_sensitivity, "max_sensitivity", 0, 2)
         settings = SearchSettings.from_context(
             self.context,
             limit=limit,
@@ -467,30 +532,61 @@ class Memory:
             NotFoundError: if there is none with this id for this user.
         """
         check_user(user_id)
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InputError("mneme: a memory id is required")
+        clean_name(memory_id, "the memory id")
         record = self._repo.get(user_id, memory_id)
         if record is None or is_expired(record, datetime.now(UTC)):
             raise NotFoundError(f"mneme: no memory {memory_id!r} for user {user_id!r}")
         return record
 
     def get_all(self, *, user_id: str, kinds: Sequence[Kind] | None = None) -> list[MemoryRecord]:
-        """All current memories of a user, oldest first."""
+        """All current memories of a user, oldest first (of some kinds: a list, or one kind)."""
         check_user(user_id)
+        kinds = check_choices(kinds, "kinds", KINDS)
         now = datetime.now(UTC)
         return [r for r in self._repo.records(user_id, kinds) if not is_expired(r, now)]
 
     def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """Every change of one memory, oldest first (also for deleted or superseded ones).
 
+        Rows that a process killed mid-write left behind are settled first (`orphans.py`).
+
         Raises:
             NotFoundError: if this user never had a memory with this id.
         """
         check_user(user_id)
+        clean_name(memory_id, "the memory id")
         rows = self._repo.history(user_id, memory_id)
+        if rows and self._settle(user_id, rows, memory_id):
+            rows = self._repo.history(user_id, memory_id)
         if not rows:
             raise NotFoundError(f"mneme: no history for memory {memory_id!r} of user {user_id!r}")
         return rows
+
+    def _settle(self, user_id: str, rows: list[HistoryEntry], memory_id: str | None = None) -> bool:
+        """Settle the history rows a killed write left behind; whether anything changed."""
+        if memory_id is not None:
+            record = self._repo.get(user_id, memory_id)
+            current = {record.id: record} if record is not None else {}
+            archived = {memory_id} if record is None and self._repo.archived(user_id, memory_id) else set()
+        else:
+            current = {r.id: r for r in self._repo.records(user_id)}
+            archived = {r.id for r in self._repo.archived(user_id)}
+        found = settle(rows, current, archived)
+        if not found:
+            return False
+        ctx = self._ctx(user_id, "system")
+        if found.drop:
+            log.warning(
+                "mneme: removed %d history rows of user %r whose write never finished",
+                len(found.drop),
+                user_id,
+            )
+            self._repo.apply(PutOp(namespace(HISTORY, user_id), row.id, None) for row in found.drop)
+        for memory_id in found.finish_delete:
+            log.warning("mneme: finishing the delete of memory %r of user %r", memory_id, user_id)
+            with contextlib.suppress(NotFoundError):
+                self._writer.delete(current[memory_id], ctx, reason="a delete cut short, finished")
+        return True
 
     def users(self) -> list[str]:
         """Ids of users with memories."""
@@ -501,6 +597,7 @@ class Memory:
     def export(self, *, user_id: str) -> dict[str, Any]:
         """Everything kept about a user, as JSON-ready data that `import_data` loads back."""
         check_user(user_id)
+        self._settle(user_id, self._repo.history(user_id))
         return {
             "format": EXPORT_FORMAT,
             "user_id": user_id,
@@ -512,67 +609,33 @@ class Memory:
             "pending": [j.model_dump(mode="json") for j in self._pipeline().queue.jobs(user_id)],
         }
 
+    def check_import(self, data: dict[str, Any], *, user_id: str) -> list[MemoryChange]:
+        """Check an export as `import_data` would, and say what it would change; write nothing.
+
+        Raises:
+            InputError: if the data is not a mneme export, a row in it is malformed, a text is
+                over `MAX_TEXT_CHARS`, or it is over `MAX_IMPORT_ROWS` / `MAX_IMPORT_CHARS`.
+        """
+        check_user(user_id)
+        return plan_import(data, user_id, self._repo).changes
+
     def import_data(self, data: dict[str, Any], *, user_id: str) -> list[MemoryChange]:
         """Load an export back (into this user, whatever user it was exported from).
 
-        Records keep their ids, history rows and archived versions their keys, so importing
-        the same export twice changes nothing. Records written by an older mneme are
-        migrated; each memory imported gets an IMPORT history row.
+        Everything is checked before anything is written; then the memories, archived
+        versions, history rows, sessions and pending jobs are written in one batch. Records
+        keep their ids, history rows and archived versions their keys, so importing the same
+        export twice changes nothing (NOOP). A memory stored with another text than the
+        export's is replaced as an edit (UPDATE, with a history row, the old text archived);
+        a new one gets an IMPORT history row. Records written by an older mneme are migrated.
 
         Raises:
-            InputError: if the data is not a mneme export, or a record in it is malformed
+            InputError: if the data is not a mneme export, a row in it is malformed, a text is
+                over `MAX_TEXT_CHARS`, or it is over `MAX_IMPORT_ROWS` / `MAX_IMPORT_CHARS`
                 (nothing is written then).
         """
         check_user(user_id)
-        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-            raise InputError(f"mneme: not a mneme export (expected format {EXPORT_FORMAT!r})")
-        from langgraph.store.base import PutOp
-
-        from mneme.memory import expiry
-
-        changes: list[MemoryChange] = []
-        ops: list[PutOp] = []
-        jobs: list[PendingJob] = []
-        ctx = self._ctx(user_id, "import")
-        try:
-            for raw in data.get("history", []):
-                entry = HistoryEntry.model_validate(raw)
-                ops.append(self._repo.history_op(user_id, entry))
-            for raw in data.get("archive", []):
-                record = MemoryRecord.from_store({**raw, "user_id": user_id})
-                ops.append(
-                    PutOp(namespace(ARCHIVE, user_id), archive_key(record), record.to_store(), index=["text"])
-                )
-            for raw in data.get("memories", []):
-                record = MemoryRecord.from_store({**raw, "user_id": user_id})
-                existed = self._repo.get(user_id, record.id, kinds=[record.kind]) is not None
-                entry = HistoryEntry(
-                    id=stable_id(record.id, "IMPORT", record.content_hash),
-                    memory_id=record.id,
-                    operation="IMPORT",
-                    new_text=record.text,
-                    actor="import",
-                    source=ctx.source.model_dump(mode="json"),
-                    reason=f"imported from an export of {data.get('user_id')!r}",
-                )
-                ops.append(self._repo.history_op(user_id, entry))
-                ops += [*self._repo.put_ops(record), expiry.index_op(record)]
-                changes.append(
-                    MemoryChange(
-                        operation="NOOP" if existed else "IMPORT",
-                        id=record.id,
-                        text=record.text,
-                        kind=record.kind,
-                    )
-                )
-            for raw in data.get("pending", []):
-                jobs.append(PendingJob.model_validate({**raw, "user_id": user_id}))
-        except (ValueError, TypeError) as exc:
-            raise InputError(f"mneme: the export is malformed: {exc}") from exc
-        self._repo.apply(ops)
-        for job in jobs:
-            self._pipeline().queue.put(job)
-        for session in data.get("sessions", []):
-            if isinstance(session, dict) and session.get("thread_id"):
-                self._repo.put_session(user_id, str(session["thread_id"]), session)
-        return changes
+        with user_lock(self.store, user_id):
+            plan = plan_import(data, user_id, self._repo)
+            self._repo.apply(plan.ops)
+        return plan.changes

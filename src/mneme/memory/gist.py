@@ -42,10 +42,12 @@ def gist(text: str) -> str:
 
 
 def same_object(a: str, b: str, threshold: float = 0.8) -> bool:
-    """Whether two memories are about the same thing (their gists are alike)."""
+    """Whether two memories are about the same thing (their gists are alike; long ones: equal)."""
     ga, gb = gist(a), gist(b)
     if not ga or not gb:
         return False
+    if max(len(ga), len(gb)) > COMPARE_CHARS:
+        return ga == gb
     return ga == gb or difflib.SequenceMatcher(None, ga, gb).ratio() >= threshold
 
 
@@ -105,12 +107,20 @@ FILLER: frozenset[str] = frozenset(
 _TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]")
 
 
+COMPARE_CHARS = 2_000
+"""Texts longer than this are compared only for equality (a sequence diff of two long texts
+costs time that grows with the product of their lengths: minutes for two 100,000-character ones)."""
+
+
 def filler_only_difference(a: str, b: str) -> bool:
     """Whether two memories differ only in filler ("喜欢靠窗的座位" / "很喜欢靠窗座位").
 
     Any other word or character that differs (a name, a letter, a number, a place) makes
-    them different facts, however alike they look.
+    them different facts, however alike they look. Texts over `COMPARE_CHARS` differ
+    unless they are equal.
     """
+    if max(len(a), len(b)) > COMPARE_CHARS:
+        return normalize_text(a) == normalize_text(b)
     ta, tb = _TOKEN.findall(normalize_text(a)), _TOKEN.findall(normalize_text(b))
     if not ta or not tb:
         return False

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mneme.errors import InputError
+from mneme.validate import clean_name
 
 SCHEMA_VERSION = 3
 """Version of the stored record layout; older records are migrated when read (`migrate`).
@@ -63,7 +64,8 @@ def check_user(user_id: Any) -> str:
     """Validate a user id and return it.
 
     Raises:
-        InputError: if it is missing, not a string, blank or too long.
+        InputError: if it is missing, not a string, blank, too long, or holds a control
+            character (NUL included) or a lone surrogate.
     """
     if not isinstance(user_id, str) or not user_id.strip():
         raise InputError(
@@ -72,7 +74,7 @@ def check_user(user_id: Any) -> str:
         )
     if len(user_id) > MAX_USER_ID:
         raise InputError(f"mneme: user_id is longer than {MAX_USER_ID} characters")
-    return user_id
+    return clean_name(user_id, "user_id", limit=MAX_USER_ID)
 
 
 def user_label(user_id: str) -> str:

@@ -20,11 +20,14 @@ from langgraph.store.base import BaseStore
 from mneme.context import Context
 from mneme.memory.queue import PendingJob
 from mneme.memory.usage import join_within
+from mneme.shutdown import stopping
 
 log = logging.getLogger("mneme.extract")
 
 EXIT_FLUSH_S = 10.0
 """At interpreter exit, wait this long for queued work to finish (the rest stays persisted)."""
+STOP_FLUSH_S = 2.0
+"""When the process is stopping (SIGTERM), wait at most this long for the running job."""
 
 
 @dataclass
@@ -64,7 +67,13 @@ class BackgroundWorker:
                 self._thread.start()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted job ran; False if `timeout` passed first."""
+        """Wait until every submitted job ran; False if `timeout` passed first.
+
+        While the process is stopping (`mneme.shutdown`), jobs not started are skipped (they
+        stay in the pending queue for the next start) and this waits for the running one only.
+        """
+        if stopping():
+            timeout = min(timeout, STOP_FLUSH_S) if timeout is not None else STOP_FLUSH_S
         return join_within(self._tasks, timeout)
 
     def _loop(self) -> None:
@@ -72,6 +81,9 @@ class BackgroundWorker:
 
         while True:
             task = self._tasks.get()
+            if stopping():  # the job stays persisted in the pending queue for the next start
+                self._tasks.task_done()
+                continue
             try:
                 pipeline = Pipeline(task.store, task.context, task.model)
                 if task.job is None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
+from mneme.errors import NotFoundError
 from mneme.memory import expiry
 from mneme.memory.extract import Candidate, subject_of_topic
 from mneme.memory.gist import filler_only_difference, polarity, same_object
@@ -226,6 +227,7 @@ class Writer:
         if red.drop and only_markers(red.text):
             raise ValueError("mneme: the redaction policy does not allow storing this text")
         with user_lock(self.store, ctx.user_id):
+            record = self._current(record, ctx)
             now = now_iso()
             new = record.model_copy(
                 update={
@@ -254,8 +256,13 @@ class Writer:
         )
 
     def delete(self, record: MemoryRecord, ctx: WriteContext, reason: str | None = None) -> MemoryChange:
-        """Forget a memory: remove it, scrub its text from history, keep a DELETE row."""
+        """Forget a memory: remove it, scrub its text from history, keep a DELETE row.
+
+        Raises:
+            NotFoundError: if the memory is no longer current (another call deleted it).
+        """
         with user_lock(self.store, ctx.user_id):
+            record = self._current(record, ctx)
             ops = self._delete_ops(record, ctx, reason)
             self.repo.apply(ops)
         return MemoryChange(
@@ -311,6 +318,22 @@ class Writer:
         return changes
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _current(self, record: MemoryRecord, ctx: WriteContext) -> MemoryRecord:
+        """The record as it is now, read under the user's lock: what an edit or a delete acts on.
+
+        A caller reads a record, then asks for a change; another call may have changed or
+        deleted it in between. Acting on the fresh copy keeps one order: an update after a
+        delete finds nothing (the memory never comes back), and two updates of one memory
+        each get their own history row.
+
+        Raises:
+            NotFoundError: if the memory is no longer current.
+        """
+        fresh = self.repo.get(ctx.user_id, record.id, kinds=[record.kind])
+        if fresh is None:
+            raise NotFoundError(f"mneme: no memory {record.id!r} for user {ctx.user_id!r}")
+        return fresh
 
     def _maybe_sweep(self, user_id: str) -> None:
         if expiry.should_sweep(self.store, user_id):

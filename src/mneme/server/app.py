@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import metadata
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from mneme.errors import ConfigError, HomeLockedError, InputError, MnemeError, NotFoundError
+from mneme.errors import (
+    ConfigError,
+    HomeLockedError,
+    InputError,
+    MnemeError,
+    NotFoundError,
+    RateLimited,
+    ShuttingDown,
+)
 from mneme.server.auth import KeyRing
 from mneme.server.backend import Backend
+from mneme.server.guards import Guards, safe, too_deep, validation_error
+from mneme.server.ratelimit import RateLimiter
 from mneme.server.routes import router
 from mneme.server.schemas import Health
 
@@ -23,6 +35,8 @@ _STATUS: list[tuple[type[MnemeError], int]] = [
     (InputError, 422),
     (NotFoundError, 404),
     (HomeLockedError, 503),
+    (ShuttingDown, 503),
+    (RateLimited, 429),
     (ConfigError, 500),
     (MnemeError, 400),
 ]
@@ -31,7 +45,12 @@ _STATUS: list[tuple[type[MnemeError], int]] = [
 async def _mneme_error(request: Request, exc: Exception) -> JSONResponse:
     """One JSON line for an error mneme raised on purpose (bad input, unknown id, ...)."""
     code = next((c for cls, c in _STATUS if isinstance(exc, cls)), 400)
-    return JSONResponse({"detail": str(exc).removeprefix("mneme: ")}, status_code=code)
+    headers = None
+    if isinstance(exc, RateLimited):
+        headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
+    elif isinstance(exc, ShuttingDown):
+        headers = {"Retry-After": "5"}
+    return JSONResponse({"detail": safe(str(exc).removeprefix("mneme: "))}, status_code=code, headers=headers)
 
 
 def _version() -> str:
@@ -41,16 +60,22 @@ def _version() -> str:
         return "unknown"
 
 
-def create_app(backend: Backend, *, keys: KeyRing | None = None) -> FastAPI:
+def create_app(
+    backend: Backend, *, keys: KeyRing | None = None, rate_limit: RateLimiter | None = None
+) -> FastAPI:
     """The HTTP app over one memory backend.
 
     Args:
         backend: Where memories live (`HomeBackend` for `mneme serve`,
             `LangGraphServerBackend` inside the LangGraph server).
         keys: Accepted API keys (default: from `MNEME_API_KEY` / `MNEME_API_KEYS`).
+        rate_limit: Requests allowed per key and per user (default: from `MNEME_RATE_LIMIT`,
+            see `RateLimiter`).
 
     Returns:
         A FastAPI app: `/v1/...` REST routes, `/healthz`, and the admin page at `/admin`.
+        Every answer carries security headers (`guards.SECURITY_HEADERS`); a body over its
+        cap is refused with 413 before any route runs; bad input gets a 4xx with a message.
     """
 
     @asynccontextmanager
@@ -69,8 +94,12 @@ def create_app(backend: Backend, *, keys: KeyRing | None = None) -> FastAPI:
     )
     app.state.mneme_backend = backend
     app.state.mneme_keys = keys if keys is not None else KeyRing.from_env()
+    app.state.mneme_rate = rate_limit if rate_limit is not None else RateLimiter.from_env()
     for cls, _ in _STATUS:
         app.add_exception_handler(cls, _mneme_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(RecursionError, too_deep)
+    app.add_middleware(Guards)
     app.include_router(router)
 
     @app.get("/healthz", response_model=Health, tags=["health"])

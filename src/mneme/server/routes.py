@@ -10,6 +10,7 @@ from mneme.memory.aio import AsyncMemory
 from mneme.memory.record import Kind, MemoryRecord, check_user
 from mneme.server.auth import Caller, KeyRing, server_caller
 from mneme.server.backend import Backend
+from mneme.server.ratelimit import RateLimiter
 from mneme.server.schemas import (
     Changes,
     Deleted,
@@ -22,11 +23,13 @@ from mneme.server.schemas import (
     Sessions,
     Users,
 )
+from mneme.validate import printable
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 
 UserId = Annotated[str, Path(min_length=1, max_length=256, description="Whose memories.")]
 MemoryId = Annotated[str, Path(min_length=1, max_length=200)]
+_NO_LIMIT = RateLimiter(0.0, 1)
 
 
 def backend_of(request: Request) -> Backend:
@@ -40,6 +43,7 @@ def caller_of(request: Request) -> Caller:
 
     Raises:
         HTTPException: 401 without a valid key.
+        RateLimited: 429 if this key sent more requests than the rate limit allows.
     """
     found = server_caller(request.scope)
     if found is not None:
@@ -59,18 +63,27 @@ def caller_of(request: Request) -> Caller:
             "a valid API key is required: Authorization: Bearer <key>",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    limiter(request).hit(caller.name)
     return caller
 
 
-async def user_of(user_id: UserId, caller: Annotated[Caller, Depends(caller_of)]) -> str:
+def limiter(request: Request) -> RateLimiter:
+    """The app's rate limiter (none for an app built without one)."""
+    found: RateLimiter | None = getattr(request.app.state, "mneme_rate", None)
+    return found if found is not None else _NO_LIMIT
+
+
+async def user_of(user_id: UserId, caller: Annotated[Caller, Depends(caller_of)], request: Request) -> str:
     """The user in the path, once the caller is allowed to reach it.
 
     Raises:
         HTTPException: 403 if the caller's key does not reach this user.
+        RateLimited: 429 if this user got more requests than the rate limit allows.
     """
     check_user(user_id)
     if not caller.allows(user_id):
         raise HTTPException(status.HTTP_403_FORBIDDEN, f"{caller.name} may not reach user {user_id!r}")
+    limiter(request).hit(f"user {printable(user_id, 40)!r}")
     return user_id
 
 

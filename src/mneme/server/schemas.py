@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mneme.memory.api import MAX_TEXT_CHARS
 from mneme.memory.record import HistoryEntry, Kind, MemoryChange, MemoryHit, MemoryRecord
+from mneme.validate import MAX_TEXT_CHARS
 
 
 class MemoryIn(BaseModel):

@@ -97,13 +97,16 @@ def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> Command[Any]:
     if not isinstance(query, str):
         return _reply(runtime, {"error": "query must be text"})
     if query.strip():
-        hits = memory.search(
-            query,
-            user_id=user,
-            limit=limit,
-            min_relevance=ctx.min_relevance / 2,  # an explicit question: a lower bar than injection
-            max_sensitivity=ctx.max_sensitivity,
-        )
+        try:
+            hits = memory.search(
+                query,
+                user_id=user,
+                limit=limit,
+                min_relevance=ctx.min_relevance / 2,  # an explicit question: a lower bar than injection
+                max_sensitivity=ctx.max_sensitivity,
+            )
+        except MnemeError as exc:  # a query over the limit, a NUL, a lone surrogate
+            return _reply(runtime, {"error": str(exc)})
         found = [(h.id, h.text, h.kind) for h in hits]
     else:
         records = [r for r in memory.get_all(user_id=user) if r.sensitivity <= ctx.max_sensitivity]
