@@ -35,6 +35,8 @@ JOB_FIELDS = (
     "redact_email",
     "redact_cn_id",
     "redact_bank_card",
+    "redact_passport",
+    "redact_address",
     "ttl_profile_days",
     "ttl_semantic_days",
     "ttl_episodic_days",

@@ -112,13 +112,11 @@ def lang_of(text: str) -> str:
     return "zh" if cjk > 0 and cjk * 3 >= len(re.sub(r"\s", "", text)) else "en"
 
 
-_MARKERS = {"ID": "cn_id", "card": "bank_card", "phone": "phone", "email": "email"}
-_MARKER = re.compile(r"\[(ID|card|phone|email) [^\]]*\]")
-
-
 def redaction_markers(text: str) -> list[str]:
     """Kinds of personal data a text shows only as a redaction marker (`[phone ****5678]`)."""
-    return sorted({_MARKERS[m.group(1)] for m in _MARKER.finditer(text)})
+    from mneme.memory.redact import kinds_in
+
+    return kinds_in(text)
 
 
 class Source(BaseModel):
@@ -177,7 +175,8 @@ class MemoryRecord(BaseModel):
     """The language of `text` (`zh`, `en`); the text is never translated."""
     redacted: list[str] = Field(default_factory=list)
     """Kinds of personal data shown only as a marker in `text` (`cn_id`, `bank_card`, `phone`,
-    `email`): the value exists, the model is told so, but it is not kept in clear."""
+    `email`, `passport`, `address`): the value exists, the model is told so, but it is not kept
+    in clear."""
 
     def model_post_init(self, __context: Any) -> None:
         """Fill the content hash and the language."""
