@@ -16,6 +16,7 @@ from mneme.context import Context
 from mneme.errors import InputError, NotFoundError
 from mneme.memory.expiry import is_expired
 from mneme.memory.extract import Candidate
+from mneme.memory.forget import forget_threads, scrub_store
 from mneme.memory.gate import STATS
 from mneme.memory.lexical import check_filters
 from mneme.memory.pipeline import Pipeline, write_context
@@ -33,7 +34,7 @@ from mneme.memory.record import (
     namespace,
     now_iso,
 )
-from mneme.memory.redact import RedactionPolicy
+from mneme.memory.redact import RedactionPolicy, redact_text
 from mneme.memory.repo import KINDS, Repo
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.write import WriteContext, Writer, archive_key, stable_id
@@ -345,14 +346,29 @@ class Memory:
         record = self.get(memory_id, user_id=user_id)
         return self._writer.delete(record, self._ctx(user_id, actor), reason="deleted through the API")
 
-    def delete_all(self, *, user_id: str) -> int:
-        """Forget everything about a user: memories, old versions, history and pending jobs.
+    def delete_all(self, *, user_id: str, sessions: bool = True) -> int:
+        """Forget everything about a user: memories, old versions, history, pending jobs and sessions.
+
+        What is forgotten is in no file afterwards (see `mneme.memory.forget`): the store's
+        files are cleaned, and the user's conversation threads are deleted with their session
+        records (in a home, their checkpoints too, and the checkpoint database is rebuilt).
+
+        Args:
+            user_id: Whose memory.
+            sessions: Also delete the user's conversation threads (False keeps them and their
+                records: what was said there stays in their checkpoints).
 
         Returns:
             How many current memories were deleted.
         """
         check_user(user_id)
-        return self._repo.drop_user(user_id)
+        threads = [str(s.get("thread_id")) for s in self._repo.sessions(user_id) if s.get("thread_id")]
+        count = self._repo.drop_user(user_id, sessions=sessions)
+        checkpointer = getattr(self._owner, "checkpointer", None)
+        if sessions and threads and callable(checkpointer):
+            forget_threads(checkpointer(), threads)
+        scrub_store(self.store, user_id)
+        return count
 
     def sweep_expired(self, *, user_id: str | None = None, now: datetime | None = None) -> list[MemoryChange]:
         """Take expired memories out of the current view now (writes also do it, once a minute).
@@ -449,7 +465,8 @@ class Memory:
             include_history=include_history,
             filters=filters,
             min_relevance=min_relevance,
-            session_id=session_id,
+            # a session id is stored with its personal data masked (`WriteContext.screened`)
+            session_id=redact_text(session_id, policy_of(self.context)) if session_id else session_id,
             max_sensitivity=max_sensitivity,
         )
         return search(self.store, user_id, query.strip(), settings)
@@ -524,21 +541,29 @@ class Memory:
 
         from mneme.memory import expiry
 
+        from mneme.memory.screen import screen_history, screen_messages, screen_records, screen_session
+
         changes: list[MemoryChange] = []
         ops: list[PutOp] = []
         jobs: list[PendingJob] = []
         ctx = self._ctx(user_id, "import")
+        policy = ctx.policy
         try:
             for raw in data.get("history", []):
-                entry = HistoryEntry.model_validate(raw)
+                entry = screen_history(HistoryEntry.model_validate(raw), policy)
                 ops.append(self._repo.history_op(user_id, entry))
-            for raw in data.get("archive", []):
-                record = MemoryRecord.from_store({**raw, "user_id": user_id})
+            archived = [MemoryRecord.from_store({**raw, "user_id": user_id}) for raw in data.get("archive", [])]
+            for record, refused in screen_records(archived, policy):
+                if refused:  # an old version that instructs the agent is not kept either
+                    continue
                 ops.append(
                     PutOp(namespace(ARCHIVE, user_id), archive_key(record), record.to_store(), index=["text"])
                 )
-            for raw in data.get("memories", []):
-                record = MemoryRecord.from_store({**raw, "user_id": user_id})
+            current = [MemoryRecord.from_store({**raw, "user_id": user_id}) for raw in data.get("memories", [])]
+            for record, refused in screen_records(current, policy):
+                if refused:
+                    changes.append(self._writer._refuse(ctx, record.text, refused, ops))
+                    continue
                 existed = self._repo.get(user_id, record.id, kinds=[record.kind]) is not None
                 entry = HistoryEntry(
                     id=stable_id(record.id, "IMPORT", record.content_hash),
@@ -560,7 +585,8 @@ class Memory:
                     )
                 )
             for raw in data.get("pending", []):
-                jobs.append(PendingJob.model_validate({**raw, "user_id": user_id}))
+                job = PendingJob.model_validate({**raw, "user_id": user_id})
+                jobs.append(job.model_copy(update={"messages": screen_messages(job.messages, policy)}))
         except (ValueError, TypeError) as exc:
             raise InputError(f"mneme: the export is malformed: {exc}") from exc
         self._repo.apply(ops)
@@ -568,5 +594,5 @@ class Memory:
             self._pipeline().queue.put(job)
         for session in data.get("sessions", []):
             if isinstance(session, dict) and session.get("thread_id"):
-                self._repo.put_session(user_id, str(session["thread_id"]), session)
+                self._repo.put_session(user_id, str(session["thread_id"]), screen_session(session, policy))
         return changes

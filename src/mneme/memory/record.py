@@ -283,6 +283,9 @@ class MemoryChange(BaseModel):
     reason: str | None = None
     kind: Kind | None = None
     """The kind of the memory changed, when there is one."""
+    threads: list[str] = Field(default_factory=list)
+    """For a DELETE: the conversation thread the memory came from, whose checkpoints still hold
+    what was said (`Sessions.delete` removes it; `delete_all` removes a user's threads)."""
 
 
 class HistoryEntry(BaseModel):

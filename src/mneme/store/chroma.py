@@ -35,6 +35,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path
 
 from mneme.errors import InputError
+from mneme.store import scrub as disk
 
 _VALUE = "_v"  # the item's value, JSON
 _CREATED = "_c"  # ISO time of creation
@@ -152,6 +153,11 @@ class ChromaStore(BaseStore):
         self.snapshot_dir: Path | None = None
         """A folder for data derived from this store (the read path's index snapshots); set
         by `open` inside the store's folder, None for a Chroma server."""
+        self.folder: Path | None = None
+        """The folder of an embedded store (`open`), whose files `scrub` cleans; None for a server."""
+        self.gate = disk.Gate()
+        """Shared by every store call, held alone by `scrub` (which needs the folder to itself)."""
+        self._zeroed: set[str] = set()
 
     @classmethod
     def open(cls, path: str, *, index: IndexConfig | None = None) -> ChromaStore:
@@ -159,11 +165,13 @@ class ChromaStore(BaseStore):
 
         One process only: Chroma's embedded client is not process-safe.
         """
+        disk.zero_all_once(Path(path))  # a folder written before its new collections were zeroed
         client = chromadb.PersistentClient(
             path=path, settings=Settings(anonymized_telemetry=False, allow_reset=False)
         )
         store = cls(client, index=index)
         store.snapshot_dir = Path(path) / "mneme-derived"
+        store.folder = Path(path)
         return store
 
     @classmethod
@@ -237,7 +245,10 @@ class ChromaStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run a batch of get / search / put / list-namespaces operations in order."""
-        ops = list(ops)
+        with self.gate.shared():
+            return self._batch(list(ops))
+
+    def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)
         puts: list[tuple[int, PutOp]] = []
         gets: dict[int, Item | None] = {}
@@ -360,6 +371,28 @@ class ChromaStore(BaseStore):
             metadatas.append(meta)
             documents.append(text or "")
         col.upsert(ids=keys, embeddings=embeddings, metadatas=metadatas, documents=documents)  # type: ignore[arg-type]
+        if self.folder is not None and col.id.hex not in self._zeroed:
+            # The first write of a collection creates its HNSW files from uninitialized memory
+            self._zeroed.add(col.id.hex)
+            for segment in disk.vector_folders(self.folder, [str(col.id)]):
+                disk.zero_unused(segment)
+
+    def scrub(self, keys: Iterable[str] = ()) -> disk.ScrubReport | None:
+        """Remove from the store's files what deleted records left there (see `mneme.store.scrub`).
+
+        Every other call on this store waits while it runs (a `VACUUM` of `chroma.sqlite3`:
+        about a second per 60 MB).
+
+        Args:
+            keys: Keys of the records just deleted, or rewritten without their text.
+
+        Returns:
+            What was done, or None for a store on a Chroma server (its files are the server's).
+        """
+        if self.folder is None:
+            return None
+        with self.gate.exclusive():
+            return disk.scrub(self.folder, keys)
 
     def nearest(
         self,
@@ -386,6 +419,18 @@ class ChromaStore(BaseStore):
                 searched under a filter that lets few items through can miss some of them;
                 a short list read back cannot.
         """
+        with self.gate.shared():
+            return self._nearest(namespace, query, limit, filter, keys=keys)
+
+    def _nearest(
+        self,
+        namespace: tuple[str, ...],
+        query: str,
+        limit: int,
+        filter: dict[str, Any] | None = None,
+        *,
+        keys: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
         if self.embeddings is None or limit < 1:
             return []
         col = self._collection(tuple(namespace), create=False)
@@ -506,17 +551,19 @@ class ChromaStore(BaseStore):
 
     def drop_namespace(self, namespace: tuple[str, ...]) -> None:
         """Delete a whole namespace at once (all its items and its collection)."""
-        with self._lock:
+        with self.gate.shared(), self._lock:
             col = self._collection(namespace, create=False)
             if col is None:
                 return
             self.client.delete_collection(col.name)
             self._collections.pop(namespace, None)
+            self._zeroed.discard(col.id.hex)
 
     def count(self, namespace: tuple[str, ...]) -> int:
         """Number of items in one namespace."""
-        col = self._collection(namespace, create=False)
-        return 0 if col is None else col.count()
+        with self.gate.shared():
+            col = self._collection(namespace, create=False)
+            return 0 if col is None else col.count()
 
 
 def _matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
