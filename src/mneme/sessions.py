@@ -218,7 +218,7 @@ class Sessions:
                     writer.delete(record, ctx, reason="its session was deleted")
         forget_threads(self.checkpointer, [thread_id])  # the checkpoint database is rebuilt too
         self._repo.delete_session(user_id, thread_id)
-        scrub_store(self.store, user_id)  # the session record held its title and recap
+        scrub_store(self.store, user_id, [thread_id])  # its session record held its title and recap
 
     def end(self, thread_id: str, *, user_id: str, model: str | BaseChatModel | None = None) -> SessionInfo:
         """End a session: store its summary (topic, decisions, open items) as an episodic memory.
