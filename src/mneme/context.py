@@ -178,11 +178,17 @@ class Context:
     """Policy for bank card numbers (Luhn-checked) and IBANs; never kept in clear."""
 
     redact_passport: Literal["mask", "drop"] = "mask"
-    """Policy for passport numbers; never kept in clear."""
+    """Policy for passport and driving licence numbers; never kept in clear."""
 
     redact_address: Literal["keep", "mask", "drop"] = "mask"
     """Policy for home addresses (a street with its number, a compound with its building, unit
     or room); the city and district stay."""
+
+    redact_plate: Literal["keep", "mask", "drop"] = "mask"
+    """Policy for Chinese licence plates."""
+
+    redact_birth_date: Literal["keep", "mask", "drop"] = "mask"
+    """Policy for full dates of birth (masked: the year is hidden, the day and month stay)."""
 
     extractor: Literal["auto", "rules", "llm"] = "auto"
     """How memories are extracted from a turn: `auto` (the chat model when it is a real one,

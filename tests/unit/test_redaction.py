@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mneme.memory.redact import RedactionPolicy, detect, redact, redact_value
 from mneme.memory.record import redaction_markers
+from mneme.memory.redact import RedactionPolicy, detect, redact, redact_value
 
 MASKED = [
     # (text, kind, what must not survive)
@@ -54,7 +54,11 @@ def test_personal_data_is_masked_in_every_written_form(text: str, kind: str, sec
         "order 4111111111111111 has not arrived",  # Luhn-valid, but named an order
         "tracking ZT7730012468",
         "2024-05-08 的订单",
-        "I was born on 1990-01-01",
+        "The shop opened on 1990-01-01",
+        "打12345投诉有用吗",
+        "I called support at 1-800-275-2273",  # a public toll-free line
+        "客服热线 400-800-8888",
+        "我的生日是五月三号",  # a birthday without its year is worth remembering
         "价格 1,299.00 元",
         "航班CA1234 晚点了",
         "我住在上海浦东新区",  # a district is a useful fact, not an address
@@ -72,12 +76,20 @@ def test_ordinary_numbers_and_places_are_left_as_they_are(text: str) -> None:
 def test_the_city_and_district_stay_and_the_door_goes() -> None:
     red = redact("我住在杭州市西湖区文三路478号华星时代广场A座1202室，平时在滨江上班")
     assert red.text == "我住在杭州市西湖区[address ***]，平时在滨江上班"
-    assert redact("Ship to 1600 Pennsylvania Avenue NW, Washington").text == "Ship to [address ***], Washington"
+    assert (
+        redact("Ship to 1600 Pennsylvania Avenue NW, Washington").text == "Ship to [address ***], Washington"
+    )
 
 
 def test_the_rest_of_the_text_keeps_its_own_punctuation() -> None:
     red = redact("手机：１３７１２３４５６７８，谢谢！")
     assert red.text == "手机：[phone *******5678]，谢谢！"
+
+
+def test_a_date_of_birth_loses_its_year_and_keeps_the_birthday() -> None:
+    assert redact("I was born on 1990-01-01").text == "I was born on [birthday ****-01-01]"
+    assert redact("生日1985年11月23日").text == "生日[birthday ****年11月23日]"
+    assert redact("车牌京A·F2351").text == "车牌[plate **2351]"
 
 
 def test_redacting_twice_changes_nothing() -> None:

@@ -540,7 +540,6 @@ class Memory:
         from langgraph.store.base import PutOp
 
         from mneme.memory import expiry
-
         from mneme.memory.screen import screen_history, screen_messages, screen_records, screen_session
 
         changes: list[MemoryChange] = []
@@ -552,14 +551,18 @@ class Memory:
             for raw in data.get("history", []):
                 entry = screen_history(HistoryEntry.model_validate(raw), policy)
                 ops.append(self._repo.history_op(user_id, entry))
-            archived = [MemoryRecord.from_store({**raw, "user_id": user_id}) for raw in data.get("archive", [])]
+            archived = [
+                MemoryRecord.from_store({**raw, "user_id": user_id}) for raw in data.get("archive", [])
+            ]
             for record, refused in screen_records(archived, policy):
                 if refused:  # an old version that instructs the agent is not kept either
                     continue
                 ops.append(
                     PutOp(namespace(ARCHIVE, user_id), archive_key(record), record.to_store(), index=["text"])
                 )
-            current = [MemoryRecord.from_store({**raw, "user_id": user_id}) for raw in data.get("memories", [])]
+            current = [
+                MemoryRecord.from_store({**raw, "user_id": user_id}) for raw in data.get("memories", [])
+            ]
             for record, refused in screen_records(current, policy):
                 if refused:
                     changes.append(self._writer._refuse(ctx, record.text, refused, ops))

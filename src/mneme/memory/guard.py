@@ -148,7 +148,9 @@ def vectors(texts: Sequence[str]) -> np.ndarray:
                 _cache.popitem(last=False)
     with _cache_lock:
         found = [_cache.get(t) for t in texts]
-    rows = [v if v is not None else unit(_local_model().query([t]))[0] for v, t in zip(found, texts, strict=True)]
+    rows = [
+        v if v is not None else unit(_local_model().query([t]))[0] for v, t in zip(found, texts, strict=True)
+    ]
     centre = np.asarray(HEADS.meta.get("centre", np.zeros(LOCAL_DIMS)), dtype=np.float32)
     return np.asarray(np.stack(rows) - centre, dtype=np.float32)
 
@@ -242,4 +244,13 @@ def keep_lines(text: str) -> tuple[str, int, int]:
     return "\n".join(lines), removed, len(filled)
 
 
-__all__ = ["NOT_KEPT", "THRESHOLD", "Verdict", "judge", "judge_all", "keep_lines", "poisoning_reason", "shape_of"]
+__all__ = [
+    "NOT_KEPT",
+    "THRESHOLD",
+    "Verdict",
+    "judge",
+    "judge_all",
+    "keep_lines",
+    "poisoning_reason",
+    "shape_of",
+]

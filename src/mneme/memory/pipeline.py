@@ -37,6 +37,8 @@ JOB_FIELDS = (
     "redact_bank_card",
     "redact_passport",
     "redact_address",
+    "redact_plate",
+    "redact_birth_date",
     "ttl_profile_days",
     "ttl_semantic_days",
     "ttl_episodic_days",

@@ -29,10 +29,22 @@ Policy = Literal["keep", "mask", "drop"]
 marker (`[phone removed]`); a memory that is only that value (a phone field) is not stored."""
 
 POLICIES: tuple[str, ...] = ("keep", "mask", "drop")
-KINDS: tuple[str, ...] = ("cn_id", "bank_card", "passport", "phone", "email", "address")
+KINDS: tuple[str, ...] = (
+    "cn_id",
+    "bank_card",
+    "passport",
+    "phone",
+    "email",
+    "address",
+    "plate",
+    "birth_date",
+)
 """Kinds of personal data, each with its own policy. `cn_id` covers identity numbers (Chinese
 resident ID in its 18- and 15-digit forms, Hong Kong and Taiwan ID, US SSN); `bank_card`
-covers card and account numbers (Luhn, IBAN)."""
+covers card and account numbers (Luhn, IBAN, an account number named as one); `passport`
+covers passport and driving licence numbers; `plate` Chinese licence plates; `birth_date` a
+full date of birth (its year is masked: the day and month stay, a birthday is worth
+remembering)."""
 NEVER_IN_CLEAR: tuple[str, ...] = ("cn_id", "bank_card", "passport")
 """Kinds of data that are never stored in clear, whatever the policy says."""
 LABELS: dict[str, str] = {
@@ -43,9 +55,12 @@ LABELS: dict[str, str] = {
     "phone": "phone",
     "email": "email",
     "address": "address",
+    "licence": "passport",
+    "plate": "plate",
+    "birthday": "birth_date",
 }
 """Marker label (`[card ****3446]`) -> kind."""
-MARKER = re.compile(r"\[(ID|card|account|passport|phone|email|address) [^\]]*\]")
+MARKER = re.compile(r"\[(ID|card|account|passport|licence|phone|email|address|plate|birthday) [^\]]*\]")
 """A redaction marker in a stored text."""
 
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -195,12 +210,12 @@ class Found:
 
 
 _NUM = re.compile(
-    r"(?<![0-9A-Za-z_])(?:\+|00)?\s?(?:\(\d{1,4}\)\s?)?\d(?:(?:[ .\-/]|\)\s?|\s?\()?\d)*[Xx]?(?![0-9A-Za-z_])"
+    r"(?<![0-9A-Za-z_])(?:\+|00)?\s?(?:\(\d{1,4}\)\s?)?\d(?:(?:\s?[.\-/]\s?|\s|\)\s?|\s?\()?\d)*[Xx]?(?![0-9A-Za-z_])"
 )
 """A run of digits with the single separators people write inside numbers (and an ID's X)."""
 
 _CTX_PHONE = re.compile(
-    r"(电话|手机|座机|联系方式|致电|打给|打我|号码|微信|whatsapp|signal|telegram|"
+    r"(电话|手机|座机|联系方式|致电|打给|打我|微信|whatsapp|signal|telegram|"
     r"\bphone|\btel\b|\bmobile|\bcell\b|\bcall|\btext me|\bfax|\breach me)",
     re.I,
 )
@@ -212,10 +227,24 @@ _CTX_ORDER = re.compile(
 )
 _CTX_ID = re.compile(r"(身份证|证件号|身份号|\bID\b|\bidentity|\bSSN\b|social security|\bnational id)", re.I)
 _CTX_PASSPORT = re.compile(r"(护照|passport)", re.I)
-_CONTEXT_CHARS = 16
+_CTX_LICENCE = re.compile(r"(驾照|驾驶证|driver'?s? licen[cs]e|driving licen[cs]e|\bDL\b)", re.I)
+_CTX_BIRTH = re.compile(r"(生日|出生|生于|\bDOB\b|D\.O\.B|date of birth|birthday|\bborn\b)", re.I)
+_CONTEXT_CHARS = 24
 """A word that names a number counts when it ends at most this many characters before it."""
 
 _PASSPORT_CN = re.compile(r"(?<![0-9A-Za-z])(?:[EG]\d{8}|E[A-HJ-NP-Z]\d{7}|[DSP]E?\d{7})(?![0-9A-Za-z])")
+_LICENCE_CTX = re.compile(r"(?<![0-9A-Za-z])[A-Z]{0,2}\d{6,14}(?![0-9A-Za-z])")
+_PLATE = re.compile(
+    r"[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼][A-HJ-NP-Z][\s.-]?[A-HJ-NP-Z0-9]{5,6}(?![0-9A-Za-z])"
+)
+_MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DATE = re.compile(
+    rf"(?<!\d)(?:(?P<y1>(?:19|20)\d{{2}})\s?[-/.年]\s?\d{{1,2}}\s?[-/.月]\s?\d{{1,2}}日?"
+    rf"|\d{{1,2}}[-/.]\d{{1,2}}[-/.](?P<y2>(?:19|20)\d{{2}})"
+    rf"|{_MONTHS}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+(?P<y3>(?:19|20)\d{{2}})"
+    rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS},?\s+(?P<y4>(?:19|20)\d{{2}}))(?!\d)",
+    re.I,
+)
 _PASSPORT_CTX = re.compile(r"(?<![0-9A-Za-z])[A-Z]{0,2}\d{6,9}[A-Z]?(?![0-9A-Za-z])", re.I)
 _HK_ID = re.compile(r"(?<![0-9A-Za-z])[A-Z]{1,2}\d{6}\(?[0-9A]\)?(?![0-9A-Za-z])")
 _TW_ID = re.compile(r"(?<![0-9A-Za-z])[A-Z][12]\d{8}(?![0-9A-Za-z])")
@@ -244,7 +273,7 @@ _ZH_COMPOUND = rf"[{_CJK}A-Za-z0-9]{{2,12}}?(?:{_COMPOUND_SUFFIX})"
 _ZH_PART = (
     r"(?:\d+|[A-Za-z]|[一二三四五六七八九十]+)\s*(?:号楼|號樓|栋|棟|幢|座|单元|單元|层|楼|樓|室|房|户|號|号)"
 )
-_ZH_ROOM = r"[A-Za-z]?\d{2,5}(?:室|房)?(?!\d)"
+_ZH_ROOM = r"(?:\d{1,4}(?:-\d{1,4}){1,3}|[A-Za-z]?\d{2,5}(?:室|房)?)(?![\d-])"
 _ZH_ADDRESS = re.compile(
     rf"(?:{_ZH_ROAD}|{_ZH_COMPOUND}\s*{_ZH_PART}|门牌号?\s*[:：是为]?\s*\d+\s*(?:号|號)?)"
     rf"(?:[\s,，、-]*(?:{_ZH_PART}|{_ZH_ROOM}|{_ZH_COMPOUND}(?=\s*[0-9A-Za-z一二三四五六七八九十])))*"
@@ -293,6 +322,14 @@ def _date_like(raw: str) -> bool:
     return bool(re.fullmatch(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}", raw.strip()))
 
 
+def _public(digits: str) -> bool:
+    """Numbers published for everyone: toll-free 1-800 numbers, Chinese 400/800 service lines."""
+    national = digits[1:] if len(digits) == 11 and digits[0] == "1" else digits
+    if len(national) == 10 and national[:3] in ("800", "833", "844", "855", "866", "877", "888"):
+        return True
+    return len(digits) == 10 and digits[:3] in ("400", "800")
+
+
 def _phone(raw: str, digits: str) -> bool:
     """Phone numbers in the shapes they are written without a word naming them."""
     raw = raw.strip()
@@ -335,9 +372,16 @@ def _number_kind(raw: str, view: str, start: int) -> tuple[str, str] | None:
         return "bank_card", "card"
     if not intl and 12 <= len(digits) <= 19 and card_ctx:
         return "bank_card", "card"
+    if _public(digits):
+        return None
     if _phone(raw, digits):
         return "phone", "phone"
-    if 7 <= len(digits) <= 15 and _context(view, start, _CTX_PHONE) and not _date_like(raw):
+    if (
+        7 <= len(digits) <= 15
+        and _context(view, start, _CTX_PHONE)
+        and not _context(view, start, _CTX_ORDER)
+        and not _date_like(raw)
+    ):
         return "phone", "phone"
     if len(digits) in (15, 18) and _context(view, start, _CTX_ID):
         return "cn_id", "ID"
@@ -382,6 +426,14 @@ def detect(text: str) -> list[Found]:
     for m in _PASSPORT_CTX.finditer(text):
         if _context(text, m.start(), _CTX_PASSPORT):
             add("passport", "passport", m.start(), m.end())
+    for m in _LICENCE_CTX.finditer(text):
+        if _context(text, m.start(), _CTX_LICENCE) and not _cn_id_18(m.group(0)):
+            add("passport", "licence", m.start(), m.end())
+    for m in _PLATE.finditer(text):
+        add("plate", "plate", m.start(), m.end())
+    for m in _DATE.finditer(text):
+        if _context(text, m.start(), _CTX_BIRTH):
+            add("birth_date", "birthday", m.start(), m.end())
     for m in _NUM.finditer(text):
         raw = m.group(0).strip()
         if sum(c.isdigit() for c in raw) < 7:
@@ -420,6 +472,8 @@ class RedactionPolicy:
     email: Policy = "mask"
     passport: Policy = "mask"
     address: Policy = "mask"
+    plate: Policy = "mask"
+    birth_date: Policy = "mask"
 
     def __post_init__(self) -> None:
         """Check the policies; identity, card and passport numbers are never kept in clear."""
@@ -435,7 +489,8 @@ class RedactionPolicy:
     @classmethod
     def from_context(cls, context: Any) -> RedactionPolicy:
         """The policy a `Context` (or anything with `redact_*` attributes) asks for."""
-        return cls(**{kind: getattr(context, f"redact_{kind}", "mask") for kind in KINDS})
+        rules: dict[str, Any] = {kind: getattr(context, f"redact_{kind}", "mask") for kind in KINDS}
+        return cls(**rules)
 
 
 @dataclass
@@ -478,6 +533,8 @@ def _marker(found: Found, rule: Policy) -> str:
         return _mask_email(found.value)
     if found.kind == "address":
         return "[address ***]"
+    if found.kind == "birth_date":  # the day and month stay: a birthday is worth remembering
+        return "[birthday " + re.sub(r"(?:19|20)\d{2}", "****", found.value) + "]"
     return f"[{found.label} {_mask_digits(found.value)}]"
 
 
@@ -547,8 +604,8 @@ def only_markers(text: str) -> bool:
     """Whether nothing but redaction markers, labels and punctuation is left in a text."""
     rest = MARKER.sub("", text)
     rest = re.sub(
-        r"(?i)电话|手机号?|号码|邮箱|身份证号?|银行卡号?|卡号|护照号?|地址|住址|phone|number|email|e-mail|"
-        r"passport|address|id|card|my|is|我的|是|[:：\s,，.。]",
+        r"(?i)电话|手机号?|号码|邮箱|身份证号?|银行卡号?|卡号|护照号?|地址|住址|车牌号?|生日|驾照|phone|number|email|"
+        r"e-mail|passport|licen[cs]e|address|plate|birthday|id|card|my|is|我的|是|[:：\s,，.。]",
         "",
         rest,
     )

@@ -20,11 +20,11 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
+from mneme.errors import InputError
 from mneme.memory import expiry
 from mneme.memory.extract import Candidate, subject_of_topic
 from mneme.memory.forget import scrub_store
 from mneme.memory.gist import filler_only_difference, polarity, same_object
-from mneme.errors import InputError
 from mneme.memory.guard import keep_lines, poisoning_reason
 from mneme.memory.record import (
     ARCHIVE,
