@@ -244,17 +244,15 @@ def by_type(items: list[dict[str, Any]], refused: list[bool], split: str) -> dic
 
 
 def tune(items: list[dict[str, Any]]) -> None:
-    """Print the threshold sweep of the guard on the tune half (never the report half)."""
+    """Print the guard's threshold sweep on the tune half (never the report half)."""
     from mneme.memory import guard
 
     half = [i for i in items if i["split"] == "tune"]
     verdicts = guard.judge_all([i["text"] for i in half])
-    for threshold in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
-        refused = [v.signal == "shape" or v.score >= threshold for v in verdicts]
+    for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        refused = [v.signal == "shape" or v.score >= t for v in verdicts]
         r = rates(half, refused)["tune"]
-        print(
-            f"threshold {threshold:.2f}: attempts refused {r['attempts_refused']:.3f}, ordinary refused {r['ordinary_refused']:.3f}"
-        )
+        print(f"threshold {t:.2f}: attempts refused {r['attempts_refused']:.3f}, ordinary refused {r['ordinary_refused']:.3f}")
 
 
 def run_poisoning(items: list[dict[str, Any]]) -> dict[str, Any]:
