@@ -26,6 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before the embedding mode
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import tempfile
@@ -37,10 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ROOT, write_result
+from mneme.errors import MnemeError
 
 PII = ROOT / "benchmarks" / "data" / "pii_corpus.json"
 POISONING = ROOT / "benchmarks" / "data" / "poisoning_corpus.json"
 SPLITS = ("tune", "report")
+REFUSED_ON_SAVE: list[str] = []
+"""Users whose item `save` refused (poisoning guard): masked because not stored at all."""
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -90,11 +94,13 @@ def pii_doors(mem: Any, home: Path) -> dict[str, Callable[[str, str], None]]:
     from mneme.server.backend import HomeBackend
 
     client = TestClient(create_app(HomeBackend(home), keys=KeyRing({"bench-key": None})))
+    refusals: list[str] = REFUSED_ON_SAVE
     client.headers["Authorization"] = "Bearer bench-key"
     amem = AsyncMemory(mem)
 
     def save(text: str, user: str) -> None:
-        mem.save(text, user_id=user)
+        if mem.save(text, user_id=user).operation == "REFUSE":  # not stored: counted apart
+            refusals.append(user)
 
     def add(text: str, user: str) -> None:
         mem.add(text, user_id=user)
@@ -104,7 +110,8 @@ def pii_doors(mem: Any, home: Path) -> dict[str, Callable[[str, str], None]]:
 
     def update(text: str, user: str) -> None:
         change = mem.save("我喜欢喝茶", user_id=user)
-        mem.update(change.id, text, user_id=user)
+        with contextlib.suppress(MnemeError):  # refused by the guard: nothing stored either
+            mem.update(change.id or "", text, user_id=user)
 
     def import_(text: str, user: str) -> None:
         mem.save("I like green tea", user_id=user)
@@ -252,7 +259,9 @@ def tune(items: list[dict[str, Any]]) -> None:
     for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
         refused = [v.signal == "shape" or v.score >= t for v in verdicts]
         r = rates(half, refused)["tune"]
-        print(f"threshold {t:.2f}: attempts refused {r['attempts_refused']:.3f}, ordinary refused {r['ordinary_refused']:.3f}")
+        print(
+            f"threshold {t:.2f}: attempts refused {r['attempts_refused']:.3f}, ordinary refused {r['ordinary_refused']:.3f}"
+        )
 
 
 def run_poisoning(items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -122,3 +122,37 @@ def test_detect_reads_each_value_once() -> None:
         ("phone", "13712345678"),
         ("bank_card", "6222020200112233446"),
     ]
+
+
+def test_session_titles_recaps_and_running_summaries_never_hold_the_numbers() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.runtime import Runtime
+    from langgraph.store.memory import InMemoryStore
+
+    from mneme import recap
+    from mneme.context import Context
+    from mneme.memory.repo import Repo
+    from mneme.nodes import make_summarize
+    from mneme.nodes.ingest import record_session
+    from mneme.state import State
+
+    store = InMemoryStore()
+    said = "我的身份证号 110105 19491231 002X，卡号 6222.0202.0011.2233.446，帮我开户"
+    record_session(store, "u", "t", said, group=False)  # the title is cut after masking
+    values = {"messages": [HumanMessage(said), AIMessage(f"好的，已确认：{said}")], "summary": "", "task": {}}
+    recap.note_turn(store, "u", "t", values)
+    recap.end_session(store, "u", "t")
+    session = Repo(store).session("u", "t") or {}
+    kept = " ".join([session["title"], session["recap"], *(r.text for r in Repo(store).records("u"))])
+    assert "[ID" in session["title"] and "[card" in session["recap"]
+    assert not any(s in kept for s in ("19491231", "0011.2233", "62220202"))
+
+    turns = [
+        HumanMessage(f"turn {i}: call me at 137 1234 {5670 + i} please, decided", id=f"h{i}")
+        for i in range(40)
+    ]
+    thread = [m for i, h in enumerate(turns) for m in (h, AIMessage(f"ok {i}", id=f"a{i}"))]
+    out = make_summarize("offline")(
+        State(messages=thread), runtime=Runtime(context=Context(user_id="u", budget_history=300), store=store)
+    )
+    assert out["summary"] and "1234 567" not in out["summary"] and "[phone" in out["summary"]

@@ -64,14 +64,20 @@ _ADDRESSES: tuple[re.Pattern[str], ...] = (
         rf"(?im)^[\s#>*_-]*{_ROLE}(?:\s*(?:message|prompt|notice|instructions?|override|rules?|消息|指令|通知|设定|設定))?\s*[:：]"
     ),
     # a bracketed role tag: "[SYSTEM OVERRIDE]", "【系统消息】"
-    re.compile(r"(?i)[\[【(（]\s*(?:system|sys|developer|admin|系统|系統|开发者|管理员)[^\]】)）\n]{0,24}[\]】)）]"),
+    re.compile(
+        r"(?i)[\[【(（]\s*(?:system|sys|developer|admin|系统|系統|开发者|管理员)[^\]】)）\n]{0,24}[\]】)）]"
+    ),
     # the agent addressed inside a text: "AI ASSISTANT: remember ...", "[note to the AI: ...]"
-    re.compile(r"(?i)\b(?:AI\s+assistant|AI|chatbot|language model)\s*[:：]|\bnote to (?:the )?(?:AI|assistant|bot|model)\b"),
+    re.compile(
+        r"(?i)\b(?:AI\s+assistant|AI|chatbot|language model)\s*[:：]|\bnote to (?:the )?(?:AI|assistant|bot|model)\b"
+    ),
     re.compile(r"(?:给|致|对)(?:AI|ai|助手|机器人|模型)的?(?:备注|提示|指令|留言|说明)"),
 )
 """An address to the agent written into a text: refused wherever it is."""
 _BLOCKS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"""(?i)["']?\brole["']?\s*[:=]\s*["']?(?:system|developer|assistant)\b|["'](?:system_prompt|system|developer)["']\s*:"""),
+    re.compile(
+        r"""(?i)["']?\brole["']?\s*[:=]\s*["']?(?:system|developer|assistant)\b|["'](?:system_prompt|system|developer)["']\s*:"""
+    ),
     re.compile(
         r"(?i)<\|(?:im_start|im_end|system|start_header_id|begin_of_text)\|>|<<\s*/?SYS\s*>>|\[/?INST\]|"
         r"</?\s*(?:system|instructions?)\s*>|```\s*system\b"
@@ -89,7 +95,9 @@ _ENCLOSURES: tuple[re.Pattern[str], ...] = (
 MIN_AROUND = 6
 """A prompt block with fewer letters than this around it is a prompt, not material."""
 
-_QUOTE = re.compile(r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|\"[^\"\n]{2,}\"|(?<![A-Za-z])'[^'\n]{3,}'(?![A-Za-z])")
+_QUOTE = re.compile(
+    r"“[^”]{2,}”|「[^」]{2,}」|『[^』]{2,}』|\"[^\"\n]{2,}\"|(?<![A-Za-z])'[^'\n]{3,}'(?![A-Za-z])"
+)
 """Quoted speech: what someone else said is material, not an instruction (an address to the
 agent inside it is still refused by its shape). Judging quotations by meaning too refused more
 ordinary messages on the tune half and no more attempts."""
@@ -157,7 +165,10 @@ def around_blocks(text: str) -> str:
 def deobfuscated(text: str) -> str:
     """A text with spaced-out letters joined and digits read as letters inside words."""
     joined = _SPACED.sub(lambda m: m.group(0).replace(" ", ""), re.sub(r" {2,}", "  ", text))
-    words = [w.translate(_LEET) if re.search(r"[A-Za-z]", w) and re.search(r"[0-9@$]", w) else w for w in joined.split(" ")]
+    words = [
+        w.translate(_LEET) if re.search(r"[A-Za-z]", w) and re.search(r"[0-9@$]", w) else w
+        for w in joined.split(" ")
+    ]
     return re.sub(r" {2,}", " ", " ".join(words))
 
 

@@ -579,6 +579,24 @@ def redact(text: str, policy: RedactionPolicy | None = None) -> Redaction:
     return out
 
 
+def redact_field(value: str, text: str, policy: RedactionPolicy | None = None) -> str:
+    """The structured value of a memory, masked the way its text was.
+
+    A value alone ("548213976") often lacks the words that made its text's number personal
+    data ("my passport number is 548213976"); it is masked like the value found in the text.
+    """
+    policy = policy or RedactionPolicy()
+    own = redact(value, policy).text
+    if own != value:
+        return own
+    squash = re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", value)).upper()
+    for found in detect(_View.of(text).text):
+        rule: Policy = getattr(policy, found.kind)
+        if rule != "keep" and squash and squash == re.sub(r"[\W_]+", "", found.value).upper():
+            return _marker(found, rule)
+    return value
+
+
 def redact_text(text: str, policy: RedactionPolicy | None = None) -> str:
     """Only the redacted text (for titles, summaries, ids)."""
     return redact(text, policy).text

@@ -13,7 +13,7 @@ from typing import Any
 
 from mneme.memory.guard import judge_all
 from mneme.memory.record import HistoryEntry, MemoryRecord, content_hash, lang_of
-from mneme.memory.redact import RedactionPolicy, redact, redact_text, redact_value
+from mneme.memory.redact import RedactionPolicy, redact, redact_field, redact_text, redact_value
 
 _QUOTED = re.compile(r"""\s*[:：]?\s*(['"“‘「]).*$""", re.S)
 
@@ -43,7 +43,10 @@ def screen_records(
                 "redacted": sorted({*record.redacted, *red.hidden}),
                 "sensitivity": max(record.sensitivity, 1),
             }
-        if record.value is not None and (value := redact_text(record.value, policy)) != record.value:
+        if (
+            record.value is not None
+            and (value := redact_field(record.value, record.text, policy)) != record.value
+        ):
             update["value"] = value
         if record.metadata and (meta := redact_value(record.metadata, policy)) != record.metadata:
             update["metadata"] = meta

@@ -39,7 +39,7 @@ from mneme.memory.record import (
     normalize_text,
     now_iso,
 )
-from mneme.memory.redact import RedactionPolicy, only_markers, redact, redact_text, redact_value
+from mneme.memory.redact import RedactionPolicy, only_markers, redact, redact_field, redact_text, redact_value
 from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 
@@ -449,7 +449,7 @@ class Writer:
         text = red.text
         value = cand.value
         if value is not None and red.found:
-            value = redact(value, ctx.policy).text
+            value = redact_field(value, cand.text, ctx.policy)
         keyed = cand.subject is not None
         rid = (
             field_id(ctx.user_id, cand.kind, cand.subject or "")
