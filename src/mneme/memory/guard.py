@@ -299,15 +299,17 @@ def poisoning_reason(*texts: str | None) -> str | None:
 
 NOT_KEPT = "[an instruction to the agent was not kept]"
 """What replaces a line a verbatim memory does not keep (`keep_lines`)."""
-_SPEAKER = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?([^:：\n]{1,40})[:：]\s?")
+_SPEAKER = re.compile(r"^(?:\[[^\]]{1,40}\]\s*)?(?!\s*(?:system|sys|developer|系统|系統|开发者)\b)([^:：\n]{1,40})[:：]\s?", re.I)
+"""The speaker of a line of a conversation excerpt (`User: `, `Assistant: `, `[10:02] Alice: `); a
+system or developer header is not a speaker."""
 
 
 def keep_lines(text: str) -> tuple[str, int, int]:
     """A verbatim text (a message, a conversation excerpt) without the lines that instruct the agent.
 
-    A text of one line is judged whole. In a longer one each line is judged on what it says
-    (a `Speaker: ` prefix is not part of it), and a line that is an attempt is replaced by
-    `NOT_KEPT`, so that the rest of the conversation stays searchable.
+    Each line is judged on what it says (the speaker's name in front is not part of it), and a
+    line that is an attempt is replaced by `NOT_KEPT`, so that the rest of a conversation stays
+    searchable.
 
     Returns:
         The text to keep, how many lines were replaced, and how many non-empty lines there
@@ -315,12 +317,12 @@ def keep_lines(text: str) -> tuple[str, int, int]:
     """
     lines = text.split("\n")
     filled = [i for i, line in enumerate(lines) if line.strip()]
-    if len(filled) <= 1:
-        return (NOT_KEPT, 1, 1) if judge(text).refused else (text, 0, len(filled))
     said = []
     for i in filled:
         m = _SPEAKER.match(lines[i])
         said.append(lines[i][m.end() :] if m and len(lines[i]) > m.end() else lines[i])
+    if len(filled) == 1 and said[0] == lines[filled[0]]:
+        said = [text]  # a message of one line, judged as written
     removed = 0
     for i, verdict in zip(filled, judge_all(said), strict=True):
         if verdict.refused:
