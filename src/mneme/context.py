@@ -173,10 +173,24 @@ class Context:
     """Policy for e-mail addresses found in memories."""
 
     redact_cn_id: Literal["mask", "drop"] = "mask"
-    """Policy for Chinese resident ID numbers (checksum-verified); never kept in clear."""
+    """Policy for identity numbers (Chinese resident ID in its 18- and 15-digit forms, checked;
+    Hong Kong and Taiwan ID; US SSN); never kept in clear."""
 
     redact_bank_card: Literal["mask", "drop"] = "mask"
-    """Policy for bank card numbers (Luhn-checked); never kept in clear."""
+    """Policy for bank card numbers (Luhn-checked) and IBANs; never kept in clear."""
+
+    redact_passport: Literal["mask", "drop"] = "mask"
+    """Policy for passport and driving licence numbers; never kept in clear."""
+
+    redact_address: Literal["keep", "mask", "drop"] = "mask"
+    """Policy for home addresses (a street with its number, a compound with its building, unit
+    or room); the city and district stay."""
+
+    redact_plate: Literal["keep", "mask", "drop"] = "mask"
+    """Policy for Chinese licence plates."""
+
+    redact_birth_date: Literal["keep", "mask", "drop"] = "mask"
+    """Policy for full dates of birth (masked: the year is hidden, the day and month stay)."""
 
     extractor: Literal["auto", "rules", "llm"] = "auto"
     """How memories are extracted from a turn: `auto` (the chat model when it is a real one,

@@ -139,6 +139,7 @@ class Home:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=30000")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")  # deleted checkpoints are overwritten
             self._conn = conn
             saver = CompactSqliteSaver(conn)
             saver.setup()

@@ -15,6 +15,7 @@ from langgraph.store.base import BaseStore
 
 from mneme import prompts
 from mneme.memory.record import Source, now_iso
+from mneme.memory.redact import redact_text
 from mneme.memory.repo import Repo
 from mneme.memory.terms import is_chinese
 from mneme.memory.write import WriteContext, Writer
@@ -64,10 +65,12 @@ def recap_text(
         messages: The messages still in the thread.
 
     Returns:
-        One paragraph of at most about `RECAP_CHARS` characters.
+        One paragraph of at most about `RECAP_CHARS` characters, personal data masked (each
+        piece is masked before it is cut, so that no cut leaves part of a number in clear).
     """
     task = task or {}
-    slots = task.get("slots") or {}
+    title, summary = redact_text(title), redact_text(summary)
+    slots = {k: redact_text(str(v)) for k, v in (task.get("slots") or {}).items()}
     intent = str(task.get("intent") or "chat")
     settled: list[str] = []
     for line in summary.splitlines():
@@ -75,7 +78,7 @@ def recap_text(
             settled.append(line.lstrip("- ").strip())
     for msg in messages:
         if isinstance(msg, AIMessage) and not msg.tool_calls:
-            text = _reply_text(msg)
+            text = redact_text(_reply_text(msg))
             if text and _SETTLED.search(text):
                 settled.append(text)
     decisions = [_clip(s, LINE_CHARS).rstrip("。.!！") for s in dict.fromkeys(settled)][-DECISION_LINES:]
@@ -83,7 +86,7 @@ def recap_text(
     parts = prompts.RECAP_PARTS[lang]
     words = prompts.RECAP_WORDS_ZH if lang == "zh" else {}
     facts = parts["sep"].join(f"{words.get(k, k)} {words.get(str(v), v)}" for k, v in slots.items())
-    pending = str(task.get("pending_action") or "")
+    pending = redact_text(str(task.get("pending_action") or ""))
     if pending and lang == "zh" and intent in prompts.RECAP_PENDING_ZH and "order_id" in slots:
         pending = prompts.RECAP_PENDING_ZH[intent].format(order_id=slots["order_id"])
     intent = words.get(intent, intent)
@@ -94,7 +97,7 @@ def recap_text(
         decisions=parts["decisions"].format(" | ".join(decisions)) if decisions else "",
         open_items=parts["open_items"].format(pending) if pending else "",
     )
-    return _clip(text, RECAP_CHARS)
+    return _clip(redact_text(text), RECAP_CHARS)
 
 
 def llm_recap(
@@ -111,7 +114,7 @@ def llm_recap(
         if isinstance(msg, ToolMessage):
             continue
         who = "User" if isinstance(msg, HumanMessage) else "Assistant"
-        text = _reply_text(msg)
+        text = redact_text(_reply_text(msg))
         if text:
             lines.append(f"{who}: {_clip(text, 400)}")
     prompt = prompts.SESSION_RECAP_PROMPT.format(
@@ -126,7 +129,7 @@ def llm_recap(
         log.warning("mneme: the LLM session summary failed (%s); using the extractive one", exc)
         return fallback
     text = message_text(reply).strip() if isinstance(reply, AIMessage) else str(reply).strip()
-    return _clip(text, RECAP_CHARS) if text else fallback
+    return _clip(redact_text(text), RECAP_CHARS) if text else fallback
 
 
 def note_turn(store: BaseStore, user_id: str, thread_id: str, values: dict[str, Any]) -> None:
@@ -170,7 +173,7 @@ def end_session(
     """
     repo = Repo(store)
     record = repo.session(user_id, thread_id)
-    recap = text if text is not None else str((record or {}).get("recap", ""))
+    recap = redact_text(text if text is not None else str((record or {}).get("recap", "")))
     if record is None or not recap.strip():
         return None
     writer = Writer(store)

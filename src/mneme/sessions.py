@@ -17,7 +17,9 @@ from pydantic import BaseModel, Field
 
 from mneme import recap
 from mneme.errors import NotFoundError
+from mneme.memory.forget import forget_threads, scrub_store
 from mneme.memory.record import Source, check_user
+from mneme.memory.redact import redact_text
 from mneme.memory.repo import Repo
 from mneme.memory.write import WriteContext, Writer
 from mneme.tokens import message_text
@@ -222,12 +224,14 @@ class Sessions:
         if forget_episodes:
             writer = Writer(self.store)
             ctx = WriteContext(user_id=user_id, source=Source(thread_id=thread_id, actor="api"))
+            stored_as = redact_text(thread_id)  # how a session id is kept in a memory's source
             for record in self._repo.records(user_id, ["episodic"]):
-                if record.source.thread_id == thread_id:
+                if record.source.thread_id in (thread_id, stored_as):
                     with contextlib.suppress(NotFoundError):  # deleted meanwhile by another call
                         writer.delete(record, ctx, reason="its session was deleted")
-        self.checkpointer.delete_thread(thread_id)
+        forget_threads(self.checkpointer, [thread_id])  # the checkpoint database is rebuilt too
         self._repo.delete_session(user_id, thread_id)
+        scrub_store(self.store, user_id, [thread_id])  # its session record held its title and recap
 
     def end(self, thread_id: str, *, user_id: str, model: str | BaseChatModel | None = None) -> SessionInfo:
         """End a session: store its summary (topic, decisions, open items) as an episodic memory.

@@ -47,14 +47,27 @@ def test_a_restarted_process_reads_the_snapshot_and_catches_up(
     assert mirror.save_snapshot(first, "u") and len(snapshots(first)) == 1  # what exit does
     assert not mirror.save_snapshot(first, "u")  # nothing changed since
     memory.save("Learns to sail a dinghy", user_id="u")  # after the snapshot: in the log only
-    cello = next(m for m in memory.get_all(user_id="u") if "cello" in m.text)
-    memory.delete(cello.id, user_id="u")
 
     second = reopen(tmp_path / "c", embeddings)
     later = Memory(second)
     assert later.search("sail a dinghy", user_id="u")[0].text == "Learns to sail a dinghy"
-    assert all("cello" not in h.text for h in later.search("cello on Sundays", user_id="u", limit=10))
     assert mirror.restores(second, "u") == 1 and mirror.loads(second, "u") == 0
+
+
+def test_a_forgotten_memory_takes_the_snapshot_with_it(
+    tmp_path: Path, embeddings: HashEmbeddings, small_min: None
+) -> None:
+    first, memory = stocked(tmp_path / "c", embeddings)
+    assert mirror.save_snapshot(first, "u") and len(snapshots(first)) == 1
+    cello = next(m for m in memory.get_all(user_id="u") if "cello" in m.text)
+    memory.delete(cello.id, user_id="u")
+    assert snapshots(first) == []  # its vocabulary knew the forgotten words
+    assert not mirror.save_snapshot(first, "u")  # nor is one written from this index
+
+    second = reopen(tmp_path / "c", embeddings)
+    later = Memory(second)
+    assert all("cello" not in h.text for h in later.search("cello on Sundays", user_id="u", limit=10))
+    assert mirror.restores(second, "u") == 0 and mirror.loads(second, "u") == 1  # rebuilt once
 
 
 def test_small_indexes_are_not_snapshotted(tmp_path: Path, embeddings: HashEmbeddings) -> None:

@@ -18,8 +18,9 @@ from mneme.context import Context
 from mneme.errors import InputError, NotFoundError
 from mneme.memory.expiry import is_expired
 from mneme.memory.extract import Candidate
+from mneme.memory.forget import forget_threads, scrub_store
 from mneme.memory.gate import STATS
-from mneme.memory.importer import EXPORT_FORMAT, plan_import
+from mneme.memory.importer import EXPORT_FORMAT, ImportPlan, plan_import
 from mneme.memory.lexical import check_filters
 from mneme.memory.orphans import settle
 from mneme.memory.pipeline import Pipeline, write_context
@@ -37,7 +38,7 @@ from mneme.memory.record import (
     namespace,
     now_iso,
 )
-from mneme.memory.redact import RedactionPolicy
+from mneme.memory.redact import RedactionPolicy, redact_text
 from mneme.memory.repo import KINDS, Repo
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.write import WriteContext, Writer, user_lock
@@ -412,14 +413,29 @@ class Memory:
         record = self.get(memory_id, user_id=user_id)
         return self._writer.delete(record, self._ctx(user_id, actor), reason="deleted through the API")
 
-    def delete_all(self, *, user_id: str) -> int:
-        """Forget everything about a user: memories, old versions, history and pending jobs.
+    def delete_all(self, *, user_id: str, sessions: bool = True) -> int:
+        """Forget everything about a user: memories, old versions, history, pending jobs and sessions.
+
+        What is forgotten is in no file afterwards (see `mneme.memory.forget`): the store's
+        files are cleaned, and the user's conversation threads are deleted with their session
+        records (in a home, their checkpoints too, and the checkpoint database is rebuilt).
+
+        Args:
+            user_id: Whose memory.
+            sessions: Also delete the user's conversation threads (False keeps them and their
+                records: what was said there stays in their checkpoints).
 
         Returns:
             How many current memories were deleted.
         """
         check_user(user_id)
-        return self._repo.drop_user(user_id)
+        threads = [str(s.get("thread_id")) for s in self._repo.sessions(user_id) if s.get("thread_id")]
+        count = self._repo.drop_user(user_id, sessions=sessions)
+        checkpointer = getattr(self._owner, "checkpointer", None)
+        if sessions and threads and callable(checkpointer):
+            forget_threads(checkpointer(), threads)
+        scrub_store(self.store, user_id)
+        return count
 
     def sweep_expired(self, *, user_id: str | None = None, now: datetime | None = None) -> list[MemoryChange]:
         """Take expired memories out of the current view now (writes also do it, once a minute).
@@ -520,7 +536,8 @@ class Memory:
             include_history=include_history,
             filters=filters,
             min_relevance=min_relevance,
-            session_id=session_id,
+            # a session id is stored with its personal data masked (`WriteContext.screened`)
+            session_id=redact_text(session_id, policy_of(self.context)) if session_id else session_id,
             max_sensitivity=max_sensitivity,
         )
         return search(self.store, user_id, query.strip(), settings)
@@ -617,7 +634,7 @@ class Memory:
                 over `MAX_TEXT_CHARS`, or it is over `MAX_IMPORT_ROWS` / `MAX_IMPORT_CHARS`.
         """
         check_user(user_id)
-        return plan_import(data, user_id, self._repo).changes
+        return self._plan_import(data, user_id).changes
 
     def import_data(self, data: dict[str, Any], *, user_id: str) -> list[MemoryChange]:
         """Load an export back (into this user, whatever user it was exported from).
@@ -636,6 +653,16 @@ class Memory:
         """
         check_user(user_id)
         with user_lock(self.store, user_id):
-            plan = plan_import(data, user_id, self._repo)
+            plan = self._plan_import(data, user_id)
             self._repo.apply(plan.ops)
         return plan.changes
+
+    def _plan_import(self, data: dict[str, Any], user_id: str) -> ImportPlan:
+        ctx = self._ctx(user_id, "import")
+        return plan_import(
+            data,
+            user_id,
+            self._repo,
+            ctx.policy,
+            refuse=lambda text, reason, ops: self._writer._refuse(ctx, text, reason, ops),
+        )

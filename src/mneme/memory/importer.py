@@ -10,6 +10,7 @@ UPDATE history row records the change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,9 @@ from mneme.memory.record import (
     normalize_text,
     now_iso,
 )
+from mneme.memory.redact import RedactionPolicy
 from mneme.memory.repo import KINDS, Repo, kind_namespace
+from mneme.memory.screen import screen_history, screen_messages, screen_records, screen_session
 from mneme.memory.write import stable_id
 from mneme.validate import (
     MAX_DEPTH,
@@ -109,13 +112,29 @@ def _entry(raw: dict[str, Any], where: str) -> HistoryEntry:
     return entry
 
 
-def plan_import(data: Any, user_id: str, repo: Repo) -> ImportPlan:
+Refuse = Callable[[str, str, list[PutOp]], MemoryChange]
+"""Records a refused text (its REFUSE history row goes into the ops) and returns the change."""
+
+
+def plan_import(
+    data: Any,
+    user_id: str,
+    repo: Repo,
+    policy: RedactionPolicy | None = None,
+    refuse: Refuse | None = None,
+) -> ImportPlan:
     """Check a whole export and plan its writes into one user; nothing is written here.
+
+    Everything it brings is screened as the write path screens what it writes: personal data
+    is masked (`policy`) in texts, values, metadata, session ids, history rows, session titles
+    and recaps and pending messages, and a memory that instructs the agent is refused.
 
     Args:
         data: The export (what `Memory.export` returned, from any user).
         user_id: The user it is loaded into.
         repo: The store to read the user's current memories from.
+        policy: The redaction policy of the memory it is loaded into (the default one if None).
+        refuse: Records a refused memory; without it a refused memory is left out silently.
 
     Returns:
         The writes and the changes (IMPORT, NOOP or UPDATE per memory).
@@ -148,7 +167,19 @@ def plan_import(data: Any, user_id: str, repo: Repo) -> ImportPlan:
         thread = clean_name(raw.get("thread_id"), f"the thread_id of session {i}")
         sessions.append((thread, raw))
 
+    policy = policy or RedactionPolicy()
     plan = ImportPlan()
+    history = [screen_history(entry, policy) for entry in history]
+    archive = [r for r, refused in screen_records(archive, policy) if not refused]
+    kept: list[MemoryRecord] = []
+    for record, refused in screen_records(memories, policy):
+        if not refused:
+            kept.append(record)
+        elif refuse is not None:
+            plan.changes.append(refuse(record.text, refused, plan.ops))
+    memories = kept
+    jobs = [job.model_copy(update={"messages": screen_messages(job.messages, policy)}) for job in jobs]
+    sessions = [(thread, screen_session(value, policy)) for thread, value in sessions]
     plan.ops += [repo.history_op(user_id, entry) for entry in history]
     plan.ops += [
         PutOp(namespace(ARCHIVE, user_id), f"{r.id}@v{r.version}", r.to_store(), index=["text"])

@@ -82,6 +82,9 @@ class _Mirror:
     """Loads from a snapshot so far."""
     saved_rev: str | None = None
     """The revision of the last snapshot written or read (nothing to save while it is `rev`)."""
+    forgotten: bool = False
+    """A memory was forgotten since the index was last loaded in full: its words may still be
+    in the vocabulary, so no snapshot is written from this index (see `forget_snapshot`)."""
 
 
 _mirrors: weakref.WeakKeyDictionary[BaseStore, OrderedDict[str, _Mirror]] = weakref.WeakKeyDictionary()
@@ -185,6 +188,7 @@ def _load(store: BaseStore, user_id: str, mirror: _Mirror, log: Log | None) -> N
     mirror.rev = log.rev if log is not None else None
     mirror.checked = time.monotonic()
     mirror.loads += 1
+    mirror.forgotten = False
 
 
 def _set_usage(index: LexicalIndex, memory_id: str, value: dict[str, Any]) -> None:
@@ -250,7 +254,13 @@ def save_snapshot(store: BaseStore, user_id: str) -> bool:
     mirror = _mirror(store, user_id)
     with mirror.lock:
         index = mirror.index
-        if index is None or mirror.rev is None or mirror.saved_rev == mirror.rev or index.size < SNAPSHOT_MIN:
+        if (
+            index is None
+            or mirror.forgotten
+            or mirror.rev is None
+            or mirror.saved_rev == mirror.rev
+            or index.size < SNAPSHOT_MIN
+        ):
             return False
         data = {"format": SNAPSHOT_FORMAT, "user": user_id, "rev": mirror.rev, "index": index}
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -266,6 +276,28 @@ def save_snapshot(store: BaseStore, user_id: str) -> bool:
             return False
         mirror.saved_rev = mirror.rev
         return True
+
+
+def forget_snapshot(store: BaseStore, user_id: str) -> bool:
+    """Delete a user's index snapshot after a memory was forgotten, and write none from this index.
+
+    An index keeps no text, but its vocabulary keeps the words of every memory it ever held
+    until it is rebuilt: the next process loads the index in full (and snapshots that one).
+
+    Returns:
+        Whether a snapshot file was deleted.
+    """
+    store = base_store(store)
+    mirror = _mirror(store, user_id)
+    with mirror.lock:
+        mirror.forgotten = True
+        mirror.saved_rev = None
+    path = _snapshot_file(store, user_id)
+    if path is None or not path.exists():
+        return False
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return not path.exists()
 
 
 def _restore(store: BaseStore, user_id: str, mirror: _Mirror, log_now: Log | None) -> bool:
@@ -333,6 +365,7 @@ def repair(index: LexicalIndex, space: str, key: str, value: dict[str, Any] | No
 
 __all__ = [
     "base_store",
+    "forget_snapshot",
     "index_lock",
     "lexical_index",
     "loads",

@@ -20,7 +20,7 @@ from langgraph.store.base import BaseStore
 from mneme.context import Context
 from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate
 from mneme.memory.gate import STATS, gate
-from mneme.memory.guard import poisoning_reason
+from mneme.memory.guard import judge_all
 from mneme.memory.llm_extract import MAX_SHOWN, ExtractionFailed, LLMExtractor
 from mneme.memory.queue import PendingJob, PendingQueue
 from mneme.memory.record import MemoryChange, MemoryRecord, Source
@@ -37,6 +37,10 @@ JOB_FIELDS = (
     "redact_email",
     "redact_cn_id",
     "redact_bank_card",
+    "redact_passport",
+    "redact_address",
+    "redact_plate",
+    "redact_birth_date",
     "ttl_profile_days",
     "ttl_semantic_days",
     "ttl_episodic_days",
@@ -174,13 +178,10 @@ class Pipeline:
         ctx = write_context(context, job.user_id, source, job.metadata, job.agent_id)
         changes: list[MemoryChange] = []
         texts: list[str] = []
-        for m in job.messages:
-            text = str(m.get("content") or "")
-            if not text.strip():
-                continue
-            reason = poisoning_reason(text[:MAX_EXTRACT_CHARS])
-            if reason:
-                changes.append(self.writer.refuse(text, reason, ctx))
+        said = [t for m in job.messages if (t := str(m.get("content") or "")).strip()]
+        for text, verdict in zip(said, judge_all([t[:MAX_EXTRACT_CHARS] for t in said]), strict=True):
+            if verdict.reason:
+                changes.append(self.writer.refuse(text, verdict.reason, ctx))
             else:
                 texts.append(text)
         if not texts:

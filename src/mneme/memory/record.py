@@ -116,13 +116,11 @@ def lang_of(text: str) -> str:
     return "zh" if cjk > 0 and cjk * 3 >= len(re.sub(r"\s", "", text)) else "en"
 
 
-_MARKERS = {"ID": "cn_id", "card": "bank_card", "phone": "phone", "email": "email"}
-_MARKER = re.compile(r"\[(ID|card|phone|email) [^\]]*\]")
-
-
 def redaction_markers(text: str) -> list[str]:
     """Kinds of personal data a text shows only as a redaction marker (`[phone ****5678]`)."""
-    return sorted({_MARKERS[m.group(1)] for m in _MARKER.finditer(text)})
+    from mneme.memory.redact import kinds_in
+
+    return kinds_in(text)
 
 
 class Source(BaseModel):
@@ -181,7 +179,8 @@ class MemoryRecord(BaseModel):
     """The language of `text` (`zh`, `en`); the text is never translated."""
     redacted: list[str] = Field(default_factory=list)
     """Kinds of personal data shown only as a marker in `text` (`cn_id`, `bank_card`, `phone`,
-    `email`): the value exists, the model is told so, but it is not kept in clear."""
+    `email`, `passport`, `address`): the value exists, the model is told so, but it is not kept
+    in clear."""
     aspect: str | None = None
     """The aspect of the person it is about (`diet`, `employer`, `seat`: see
     `memory/usermodel/taxonomy.py`); None for memories outside the user model (events, orders)."""
@@ -327,6 +326,9 @@ class MemoryChange(BaseModel):
     reason: str | None = None
     kind: Kind | None = None
     """The kind of the memory changed, when there is one."""
+    threads: list[str] = Field(default_factory=list)
+    """For a DELETE: the conversation thread the memory came from, whose checkpoints still hold
+    what was said (`Sessions.delete` removes it; `delete_all` removes a user's threads)."""
 
 
 class HistoryEntry(BaseModel):

@@ -20,11 +20,12 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
-from mneme.errors import NotFoundError
+from mneme.errors import InputError, NotFoundError
 from mneme.memory import expiry
 from mneme.memory.extract import Candidate, subject_of_topic
+from mneme.memory.forget import scrub_store
 from mneme.memory.gist import filler_only_difference, polarity, same_object
-from mneme.memory.guard import poisoning_reason
+from mneme.memory.guard import keep_lines, poisoning_reason
 from mneme.memory.record import (
     ARCHIVE,
     HistoryEntry,
@@ -38,7 +39,7 @@ from mneme.memory.record import (
     normalize_text,
     now_iso,
 )
-from mneme.memory.redact import RedactionPolicy, only_markers, redact
+from mneme.memory.redact import RedactionPolicy, only_markers, redact, redact_field, redact_text, redact_value
 from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 from mneme.memory.usermodel.heads import item_domains
@@ -123,6 +124,17 @@ class WriteContext:
     confirmed: bool = True
     """Whether what is written was stated by the user (False: inferred by a model or agent)."""
 
+    def screened(self) -> WriteContext:
+        """This context with personal data masked in its metadata values and its session id."""
+        thread = self.source.thread_id
+        source = self.source
+        if thread and redact_text(thread, self.policy) != thread:
+            source = self.source.model_copy(update={"thread_id": redact_text(thread, self.policy)})
+        meta = redact_value(self.metadata, self.policy) if self.metadata else self.metadata
+        if source is self.source and meta == self.metadata:
+            return self
+        return replace(self, source=source, metadata=meta)
+
     @property
     def source_key(self) -> str:
         """The source message(s) of this write, for idempotent rows."""
@@ -149,6 +161,7 @@ class Writer:
             One change per candidate (and one per memory a forget request deleted).
         """
         changes: list[MemoryChange] = []
+        ctx = ctx.screened()
         with user_lock(self.store, ctx.user_id):
             self._maybe_sweep(ctx.user_id)
             for cand in candidates:
@@ -163,6 +176,7 @@ class Writer:
         """
         ops: list[PutOp] = []
         changes: list[MemoryChange] = []
+        ctx = ctx.screened()
         with user_lock(self.store, ctx.user_id):
             self._maybe_sweep(ctx.user_id)
             for i, (text, extra) in enumerate(texts):
@@ -170,7 +184,13 @@ class Writer:
                 if red.drop and only_markers(red.text):
                     changes.append(self._refuse(ctx, text, "redaction policy drops this data", ops))
                     continue
-                meta = {**ctx.metadata, **extra}
+                kept, removed, lines = keep_lines(red.text)
+                if removed and removed == lines:
+                    reason = poisoning_reason(red.text) or "an instruction to the agent, not a memory"
+                    changes.append(self._refuse(ctx, text, reason, ops))
+                    continue
+                red.text = kept
+                meta = {**ctx.metadata, **redact_value(extra, ctx.policy)}
                 msg_id = str(
                     extra.get("message_id")
                     or (ctx.source.message_ids[i] if i < len(ctx.source.message_ids) else i)
@@ -221,11 +241,17 @@ class Writer:
         The old version goes to the archive and history; the id stays the same.
 
         Raises:
-            ValueError: if the redaction policy does not allow storing the new text.
+            InputError: if the redaction policy does not allow storing the new text, or the
+                new text is an attempt to instruct the agent (a REFUSE row records it).
         """
+        ctx = ctx.screened()
         red = redact(text, ctx.policy)
         if red.drop and only_markers(red.text):
-            raise ValueError("mneme: the redaction policy does not allow storing this text")
+            raise InputError("mneme: the redaction policy does not allow storing this text")
+        reason = poisoning_reason(red.text)
+        if reason:
+            self.refuse(text, reason, ctx)
+            raise InputError(f"mneme: the new text was refused: {reason}")
         with user_lock(self.store, ctx.user_id):
             record = self._current(record, ctx)
             now = now_iso()
@@ -256,7 +282,10 @@ class Writer:
         )
 
     def delete(self, record: MemoryRecord, ctx: WriteContext, reason: str | None = None) -> MemoryChange:
-        """Forget a memory: remove it, scrub its text from history, keep a DELETE row.
+        """Forget a memory: remove it, scrub its text from history and from the store's files.
+
+        A DELETE row is kept (without the text). The change names the conversation thread the
+        memory came from (`threads`): its checkpoints still hold what was said.
 
         Raises:
             NotFoundError: if the memory is no longer current (another call deleted it).
@@ -265,8 +294,14 @@ class Writer:
             record = self._current(record, ctx)
             ops = self._delete_ops(record, ctx, reason)
             self.repo.apply(ops)
+        scrub_store(self.store, ctx.user_id, {op.key for op in ops})
         return MemoryChange(
-            operation="DELETE", id=record.id, text=record.text, reason=reason, kind=record.kind
+            operation="DELETE",
+            id=record.id,
+            text=record.text,
+            reason=reason,
+            kind=record.kind,
+            threads=[record.source.thread_id] if record.source.thread_id else [],
         )
 
     def expire(self, user_id: str, now: datetime | None = None) -> list[MemoryChange]:
@@ -433,13 +468,16 @@ class Writer:
         if cand.action == "forget":
             changes = self._forget(cand, ctx, ops)
             self.repo.apply(ops)
+            if any(c.operation == "DELETE" for c in changes):
+                scrub_store(self.store, ctx.user_id, {op.key for op in ops})
             return changes
-        reason = poisoning_reason(cand.evidence or cand.text) or poisoning_reason(cand.text)
+        red = redact(cand.text, ctx.policy)
+        evidence = redact_text(cand.evidence, ctx.policy) if cand.evidence else None
+        reason = poisoning_reason(evidence, red.text)
         if reason:
             change = self._refuse(ctx, cand.text, reason, ops)
             self.repo.apply(ops)
             return [change]
-        red = redact(cand.text, ctx.policy)
         dropped_field = cand.subject is not None and DATA_SUBJECTS.get(cand.subject) in red.dropped
         if red.drop and (dropped_field or only_markers(red.text)):
             change = self._refuse(ctx, cand.text, "redaction policy drops this data", ops)
@@ -448,7 +486,7 @@ class Writer:
         text = red.text
         value = cand.value
         if value is not None and red.found:
-            value = redact(value, ctx.policy).text
+            value = redact_field(value, cand.text, ctx.policy)
         cand = keyed_by_aspect(tag_aspect(replace(cand, evidence=text) if red.found else cand))
         keyed = cand.subject is not None
         rid = (
@@ -641,6 +679,7 @@ class Writer:
                     text=record.text,
                     reason="forget request",
                     kind=record.kind,
+                    threads=[record.source.thread_id] if record.source.thread_id else [],
                 )
             )
         return changes

@@ -17,6 +17,7 @@ from mneme import recap
 from mneme.context import Context, context_of, thread_id
 from mneme.errors import InputError
 from mneme.memory.record import check_user, now_iso
+from mneme.memory.redact import redact_text
 from mneme.memory.repo import Repo
 from mneme.state import GroupInput, State, TaskState
 from mneme.tokens import message_text
@@ -228,7 +229,7 @@ def record_session(store: BaseStore, user: str, thread: str, title: str, *, grou
     session = repo.session(user, thread)
     new = session is None
     if session is None:
-        first = (title.strip().splitlines() or [""])[0]
+        first = redact_text((title.strip().splitlines() or [""])[0])  # before it is cut
         session = {
             "thread_id": thread,
             "user_id": user,

@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 from mneme import prompts
 from mneme.context import Context, context_of, thread_id
 from mneme.memory.record import Source
+from mneme.memory.redact import RedactionPolicy, redact_text
 from mneme.memory.write import WriteContext, Writer
 from mneme.models import is_offline, resolve_model
 from mneme.nodes.build_context import counter_of
@@ -189,7 +190,8 @@ def make_summarize(
             turn = turns.pop(0)
             total -= turn_tokens(turn, counter)
             removed.append(turn)
-        lines = excerpt(removed)
+        policy = RedactionPolicy.from_context(ctx)
+        lines = [redact_text(line, policy) for line in excerpt(removed)]  # masked before any cut
         pinned = pinned_terms(state.task)
         if is_offline(spec):
             summary = extractive_summary(state.summary, lines, ctx.budget_summary, counter, pinned)
@@ -203,7 +205,7 @@ def make_summarize(
                 source = Source(thread_id=thread, actor="system")
                 writer.add_verbatim(texts, WriteContext(user_id=user, source=source))
         return {
-            "summary": summary,
+            "summary": redact_text(summary, policy),
             "messages": [RemoveMessage(id=m.id) for turn in removed for m in turn if m.id],
         }
 

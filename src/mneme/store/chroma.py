@@ -40,6 +40,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path
 
 from mneme.errors import InputError
+from mneme.store import scrub as disk
 
 logger = logging.getLogger(__name__)
 
@@ -398,6 +399,11 @@ class ChromaStore(BaseStore):
         by `open` inside the store's folder, None for a Chroma server."""
         self.url: str | None = None
         """The Chroma server's URL (`connect`), which other processes may share; None if embedded."""
+        self.folder: Path | None = None
+        """The folder of an embedded store (`open`), whose files `scrub` cleans; None for a server."""
+        self.gate = disk.Gate()
+        """Shared by every store call, held alone by `scrub` (which needs the folder to itself)."""
+        self._zeroed: set[str] = set()
 
     @classmethod
     def open(
@@ -407,11 +413,13 @@ class ChromaStore(BaseStore):
 
         One process only: Chroma's embedded client is not process-safe.
         """
+        disk.zero_all_once(Path(path))  # a folder written before its new collections were zeroed
         client = chromadb.PersistentClient(
             path=path, settings=Settings(anonymized_telemetry=False, allow_reset=False)
         )
         store = cls(client, index=index, ttl=ttl)
         store.snapshot_dir = Path(path) / "mneme-derived"
+        store.folder = Path(path)
         return store
 
     @classmethod
@@ -528,7 +536,10 @@ class ChromaStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run a batch of get / search / put / list-namespaces operations in order."""
-        ops = [_normalized(op) for op in ops]
+        with self.gate.shared():
+            return self._batch([_normalized(op) for op in ops])
+
+    def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)
         puts: list[tuple[int, PutOp]] = []
         gets: dict[int, Item | None] = {}
@@ -976,6 +987,30 @@ class ChromaStore(BaseStore):
             extras = self._vector_collection(namespace, create=True)
             assert extras is not None
             extras.upsert(ids=x_ids, embeddings=x_vectors, metadatas=x_metas)  # type: ignore[arg-type]
+        if self.folder is not None:
+            # The first write of a collection creates its HNSW files from uninitialized memory
+            fresh = [c for c in (col, self._vector_collection(namespace, create=False)) if c is not None]
+            fresh = [c for c in fresh if c.id.hex not in self._zeroed]
+            self._zeroed.update(c.id.hex for c in fresh)
+            for segment in disk.vector_folders(self.folder, [str(c.id) for c in fresh]) if fresh else []:
+                disk.zero_unused(segment)
+
+    def scrub(self, keys: Iterable[str] = ()) -> disk.ScrubReport | None:
+        """Remove from the store's files what deleted records left there (see `mneme.store.scrub`).
+
+        Every other call on this store waits while it runs (a `VACUUM` of `chroma.sqlite3`:
+        about a second per 60 MB).
+
+        Args:
+            keys: Keys of the records just deleted, or rewritten without their text.
+
+        Returns:
+            What was done, or None for a store on a Chroma server (its files are the server's).
+        """
+        if self.folder is None:
+            return None
+        with self.gate.exclusive():
+            return disk.scrub(self.folder, keys)
 
     # -- TTL ------------------------------------------------------------------------------
 
@@ -988,6 +1023,10 @@ class ChromaStore(BaseStore):
         return self._sweep()
 
     def _sweep(self) -> int:
+        with self.gate.shared():
+            return self._sweep_expired()
+
+    def _sweep_expired(self) -> int:
         self._refresh_registry(force=True)
         now = time.time()
         deleted = 0
@@ -1090,6 +1129,18 @@ class ChromaStore(BaseStore):
                 searched under a filter that lets few items through can miss some of them;
                 a short list read back cannot.
         """
+        with self.gate.shared():
+            return self._nearest(namespace, query, limit, filter, keys=keys)
+
+    def _nearest(
+        self,
+        namespace: tuple[str, ...],
+        query: str,
+        limit: int,
+        filter: dict[str, Any] | None = None,
+        *,
+        keys: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
         if self.embeddings is None or limit < 1:
             return []
         namespace = tuple(namespace)
@@ -1159,7 +1210,7 @@ class ChromaStore(BaseStore):
     def drop_namespace(self, namespace: tuple[str, ...]) -> None:
         """Delete a whole namespace at once (all its items and its collection)."""
         namespace = tuple(namespace)
-        with self._lock:
+        with self.gate.shared(), self._lock:
             col = self._collection(namespace, create=False)
             if col is None:
                 return
@@ -1172,11 +1223,13 @@ class ChromaStore(BaseStore):
                 self.client.delete_collection(extras.name)
             self._extras.pop(namespace, None)
             self._ttl_namespaces.discard(namespace)
+            self._zeroed.discard(col.id.hex)
 
     def count(self, namespace: tuple[str, ...]) -> int:
         """Number of items in one namespace."""
-        col = self._collection(tuple(namespace), create=False)
-        return 0 if col is None else col.count()
+        with self.gate.shared():
+            col = self._collection(tuple(namespace), create=False)
+            return 0 if col is None else col.count()
 
 
 def _matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:

@@ -1,0 +1,100 @@
+"""Forgetting is complete: after delete / delete_all, the forgotten text is in no file of the home."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mneme import Memory, build_graph
+from mneme.memory import mirror
+from mneme.sessions import Sessions
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "QUOKKAZEBRAPAPAYA"
+"""A word no model, index or file of a fresh home holds unless it was told."""
+
+
+def on_disk(home: Path, needle: str = TOKEN) -> dict[str, int]:
+    """Where the bytes of a text are found in the files of a home (any encoding mneme uses)."""
+    found: dict[str, int] = {}
+    forms = {needle.encode(), needle.encode("utf-16-le"), needle.lower().encode()}
+    for path in home.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            count = sum(data.count(form) for form in forms)
+            if count:
+                found[str(path.relative_to(home))] = count
+    return found
+
+
+def say(graph, text: str, thread: str, user: str) -> dict:
+    return graph.invoke(
+        {"messages": [{"role": "user", "content": text}]},
+        {"configurable": {"thread_id": thread}},
+        context={"user_id": user},
+    )
+
+
+def test_a_deleted_memory_is_in_no_file_and_the_rest_still_works(home: Path) -> None:
+    with Memory.open(home) as mem:
+        mem.save("I like green tea", user_id="alice")
+        secret = mem.save(f"我的门禁暗号是 {TOKEN}", user_id="alice", session_id="t-1")
+        mem.save("Bob likes jazz", user_id="bob")
+        assert mem.search(TOKEN, user_id="alice")[0].id == secret.id
+        assert on_disk(home)  # the store wrote it: queue, tables, full-text index
+
+        change = mem.delete(secret.id or "", user_id="alice")
+        assert change.threads == ["t-1"]  # the conversation it came from is named
+        assert on_disk(home) == {}
+        assert [h.text for h in mem.search("tea", user_id="alice")] == ["I like green tea"]
+    with Memory.open(home) as mem:  # a restart replays Chroma's queue: nothing comes back
+        assert [r.text for r in mem.get_all(user_id="alice")] == ["I like green tea"]
+        assert mem.search("jazz", user_id="bob")[0].text == "Bob likes jazz"
+        mem.save("I also like oolong", user_id="alice")
+    assert on_disk(home) == {}
+
+
+def test_delete_all_forgets_the_users_conversations_too(home: Path) -> None:
+    graph = build_graph(home=home)
+    say(graph, f"请记住我的门禁暗号是 {TOKEN}", "c1", "carol")
+    say(graph, "以后都发顺丰", "c2", "carol")
+    say(graph, "hello there", "d1", "dave")
+    assert on_disk(home)  # checkpoints, memories, session records
+
+    with Memory.open(home) as mem:
+        mem.delete_all(user_id="carol")
+        assert mem.get_all(user_id="carol") == []
+    assert on_disk(home) == {}
+    with Sessions.open(home) as sessions:
+        assert sessions.list(user_id="carol") == []
+        assert [s.thread_id for s in sessions.list(user_id="dave")] == ["d1"]
+        assert sessions.get("d1", user_id="dave").messages  # another user's thread is untouched
+
+
+def test_a_deleted_session_leaves_nothing_in_the_checkpoints(home: Path) -> None:
+    graph = build_graph(home=home)
+    say(graph, f"my locker code is {TOKEN}", "e1", "erin")
+    with Memory.open(home) as mem:
+        for record in mem.get_all(user_id="erin"):
+            mem.delete(record.id, user_id="erin")
+    # the thread still holds what was said: its checkpoints, and its session record's title
+    assert set(on_disk(home)) <= {"checkpoints.sqlite", "checkpoints.sqlite-wal", "chroma/chroma.sqlite3"}
+    with Sessions.open(home) as sessions:
+        sessions.delete("e1", user_id="erin")
+    assert on_disk(home) == {}
+
+
+def test_the_lexical_snapshot_of_a_user_goes_with_a_deleted_memory(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirror, "SNAPSHOT_MIN", 1)
+    with Memory.open(home) as mem:
+        mem.save("I like green tea", user_id="fay")
+        secret = mem.save(f"the alarm code is {TOKEN}", user_id="fay")
+        mem.search("tea", user_id="fay")
+        assert mirror.save_snapshot(mem.store, "fay")
+        mem.delete(secret.id or "", user_id="fay")
+        assert not mirror.save_snapshot(mem.store, "fay")  # its vocabulary still knows the word
+        assert on_disk(home) == {}
