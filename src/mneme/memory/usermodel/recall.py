@@ -26,6 +26,13 @@ MARGIN = 0.2
 """...and when it scores within this of the best one: a request about hotels needs the hotel
 preference, not every travel habit the aspects reach. The weights, floor and margin were
 chosen on the tuning halves of the preference sets (docs/benchmarks.md)."""
+CONSTRAINT_TOUCH = 0.8
+"""A hard constraint whose aspect the request touches at least this much is shown whenever it
+scores `CONSTRAINT_MIN`, however much better a like scores: a dinner request needs the peanut
+allergy beside the dislike of spicy food, since constraints outrank likes."""
+CONSTRAINT_MIN = 0.5
+"""(the score such a constraint needs: lower than `PICK_MIN`, since a constraint shares no words
+with most requests it binds; both chosen on the tuning halves, docs/benchmarks.md)"""
 CANDIDATES = 12
 """User-model memories considered per person and turn (the best by relevance within the
 aspects the request touches)."""
@@ -107,9 +114,22 @@ def user_model_hits(
     if not scored:
         return []
     best = max(score for score, _ in scored)
-    kept = sorted((p for p in scored if p[0] >= max(PICK_MIN, best - MARGIN)), key=lambda p: -p[0])[:limit]
+    floor = max(PICK_MIN, best - MARGIN)
+    kept = sorted((p for p in scored if p[0] >= floor or binding(p[1], p[0], touch)), key=lambda p: -p[0])[
+        :limit
+    ]
     kept.sort(key=lambda p: (not p[1].constraint, -p[0]))  # hard constraints first
     return [hit for _, hit in kept]
+
+
+def binding(hit: MemoryHit, score: float, touch: Touch) -> bool:
+    """A hard constraint the request's domain reaches: shown even when a like scores higher.
+
+    Any of the constraint's aspects counts fully ("不吃辣" is a taste and a diet; a restaurant
+    touches diets first).
+    """
+    reach = max((touch.aspects.get(a, 0.0) for a in hit.aspects or [hit.aspect or ""]), default=0.0)
+    return hit.constraint and score >= CONSTRAINT_MIN and reach >= CONSTRAINT_TOUCH
 
 
 def score_of(hit: MemoryHit, touch: Touch) -> float:

@@ -10,7 +10,7 @@ from mneme.memory.extract import Candidate, clauses, extract, segments
 from mneme.memory.usermodel.heads import Reading, read_statements
 from mneme.memory.usermodel.taxonomy import taxonomy
 
-MEMORABLE = 0.4
+MEMORABLE = 0.5
 """A clause no rule read is kept when the `memorable` head gives it at least this probability."""
 CONSTRAINT = 0.5
 """A kept statement is a hard constraint at this probability (or when its aspect is one)."""

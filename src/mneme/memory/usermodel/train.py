@@ -38,6 +38,7 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     tax = taxonomy()
     statements = [s for s in data["statements"] if s["aspect"] in tax.aspects]
     none = [n["text"] if isinstance(n, dict) else str(n) for n in data["none"]]
+    none += [r["text"] for r in data["requests"]]  # a request says nothing lasting about its asker
     pairs = data.get("pairs", [])
     return {
         "memorable": (

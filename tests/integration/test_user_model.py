@@ -1,0 +1,110 @@
+"""The seeds' user-model scenarios on the real embedded defaults: what was said once shapes a later request."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mneme import Memory, build_graph
+
+pytestmark = pytest.mark.integration
+
+_threads = itertools.count()
+
+
+def say(graph: Any, text: str, user: str) -> dict[str, Any]:
+    """One turn in a new session."""
+    return graph.invoke(
+        {"messages": [{"role": "user", "content": text}]},
+        {"configurable": {"thread_id": f"{user}-{next(_threads)}"}},
+        context={"user_id": user},
+    )
+
+
+def injected(out: dict[str, Any]) -> list[str]:
+    return [m["text"] for m in out["memories"]]
+
+
+def burst(history: list[tuple[str, str]], trigger: tuple[str, str], day: str) -> dict[str, Any]:
+    lines = [
+        {"sender": s, "content": c, "timestamp": f"{day} 18:{i:02d}"} for i, (s, c) in enumerate(history)
+    ]
+    last = {"sender": trigger[0], "content": trigger[1], "timestamp": f"{day} 18:30"}
+    return {"group": {"history": lines, "trigger": last, "bot_name": "小助手"}}
+
+
+def test_alices_dislike_reaches_another_groups_restaurant_request_as_hers(home: Path) -> None:
+    graph = build_graph(home=home)
+    first = burst(
+        [("alice", "我不吃辣，辣的都不行"), ("bob", "收到")], ("bob", "@小助手 记一下"), "2024-05-08"
+    )
+    graph.invoke(first, {"configurable": {"thread_id": "group-1"}}, context={"user_id": "group-1"})
+
+    later = burst(
+        [("alice", "周五我也去"), ("dave", "我也来")], ("carol", "@小助手 帮我们订个餐厅"), "2024-05-10"
+    )
+    out = graph.invoke(later, {"configurable": {"thread_id": "group-2"}}, context={"user_id": "group-2"})
+    assert "alice" in out["participants"]
+    mine = [m for m in out["memories"] if "不吃辣" in m["text"]]
+    assert mine and all(m["who"] == "alice" for m in mine)
+    block = out["prompt"]["memory_block"]
+    assert any("[alice]" in line and "不吃辣" in line for line in block.splitlines())
+
+
+def test_constraints_and_standing_instructions_reach_requests_that_never_name_them(home: Path) -> None:
+    graph = build_graph(home=home)
+    for text in [
+        "我对花生过敏",
+        "我不吃辣",
+        "我是素食者",
+        "我住在杭州西湖区",
+        "我喜欢靠窗的座位",
+        "麻烦以后都发顺丰",
+    ]:
+        say(graph, text, "u")
+
+    restaurant = injected(say(graph, "帮我推荐附近的餐厅", "u"))
+    assert any("花生" in t for t in restaurant) and any("素食" in t for t in restaurant)
+    assert any("辣" in t for t in restaurant)
+
+    dinner = injected(say(graph, "晚饭做什么菜好？", "u"))
+    assert any("花生" in t for t in dinner)
+
+    flight = injected(say(graph, "帮我订一张去北京的机票", "u"))
+    assert any("靠窗" in t for t in flight)
+
+    order = injected(say(graph, "帮我下单买两箱牛奶", "u"))
+    assert any("顺丰" in t for t in order)
+
+    for out in (restaurant, dinner, flight, order):
+        assert len(out) <= 5  # the seeds' cap
+
+
+def test_english_constraints_reach_a_bar_and_a_party_menu(home: Path) -> None:
+    graph = build_graph(home=home)
+    say(graph, "I don't drink alcohol.", "en")
+    say(graph, "I'm allergic to shellfish.", "en")
+    bar = injected(say(graph, "Recommend a cocktail bar for Friday night", "en"))
+    assert any("alcohol" in t.lower() for t in bar)
+    party = injected(say(graph, "What should I cook for a party?", "en"))
+    assert any("shellfish" in t.lower() for t in party)
+
+
+def test_a_changed_employer_city_or_courier_is_never_injected_in_its_old_value(home: Path) -> None:
+    graph = build_graph(home=home)
+    for text in ["我在阿里巴巴工作", "我住在杭州", "麻烦以后都发顺丰"]:
+        say(graph, text, "c")
+    for text in ["我跳槽去腾讯了", "我上个月搬到上海了", "改成发京东快递吧"]:
+        say(graph, text, "c")
+
+    current = " ".join(r.text for r in Memory(graph.store).get_all(user_id="c") if r.aspect)
+    assert "腾讯" in current and "上海" in current and "京东" in current
+    assert "阿里巴巴" not in current and "杭州" not in current and "顺丰" not in current
+    seen: list[str] = []
+    for request in ["帮我寄个快递给客户", "周末附近有什么好玩的？", "帮我写一段自我介绍，说说我的工作"]:
+        seen += injected(say(graph, request, "c"))
+    assert not any(old in t for t in seen for old in ("阿里巴巴", "杭州", "顺丰"))
+    assert any("京东" in t for t in seen)
