@@ -38,6 +38,21 @@ def mem_store(embeddings: HashEmbeddings) -> InMemoryStore:
     return InMemoryStore(index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]})
 
 
+@pytest.fixture(scope="session")
+def local_embeddings() -> object:
+    """The bundled multilingual-e5-small: what the user model's relevance is measured with."""
+    from mneme.embeddings import resolve_embeddings
+
+    return resolve_embeddings("local")
+
+
+@pytest.fixture
+def e5_store(local_embeddings: object) -> InMemoryStore:
+    """An in-memory store on the real local embeddings (the read path's user model needs them)."""
+    dims = len(local_embeddings.embed_query("dims"))  # type: ignore[attr-defined]
+    return InMemoryStore(index={"embed": local_embeddings, "dims": dims, "fields": ["text"]})  # type: ignore[typeddict-item]
+
+
 @pytest.fixture
 def memory(chroma_store: ChromaStore) -> Memory:
     return Memory(chroma_store)

@@ -8,7 +8,6 @@ from typing import Annotated, Any, Protocol, Required
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels import DeltaChannel
-from langgraph.graph import add_messages
 from langgraph.graph.message import _messages_delta_reducer
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
@@ -127,19 +126,20 @@ class MemoryFields(TypedDict, total=False):
     | `writes` | `extract_memories` | you (what the turn stored) |
 
     Every stage reads `messages`; `ingest` and `summarize` also change it. Every key is
-    optional: a stage that finds none uses the default of `State`.
+    optional: a stage that finds none uses the default of `State`. The per-turn keys are
+    checkpointed as deltas (`Latest`), as in `State`.
     """
 
-    summary: str
-    memories: list[dict[str, Any]]
-    recaps: list[dict[str, Any]]
+    summary: Annotated[str, Latest()]
+    memories: Annotated[list[dict[str, Any]], Latest()]
+    recaps: Annotated[list[dict[str, Any]], Latest()]
     task: TaskState
     participants: list[str]
     turn_start: str
-    prompt: dict[str, Any]
-    token_usage: dict[str, int]
-    memory_refs: dict[str, str]
-    writes: list[dict[str, Any]]
+    prompt: Annotated[dict[str, Any], Latest()]
+    token_usage: Annotated[dict[str, int], Latest()]
+    memory_refs: Annotated[dict[str, str], Latest()]
+    writes: Annotated[list[dict[str, Any]], Latest()]
 
 
 class MemoryState(MemoryFields):
@@ -151,7 +151,15 @@ class MemoryState(MemoryFields):
     ```
     """
 
-    messages: Required[Annotated[list[AnyMessage], add_messages]]
+    messages: Required[
+        Annotated[
+            list[AnyMessage],
+            DeltaChannel(_messages_delta_reducer, snapshot_frequency=MESSAGES_SNAPSHOT_EVERY),
+        ]
+    ]
+    """The conversation, with `add_messages`' semantics, checkpointed as deltas as in `State`
+    (a graph that holds mneme's nodes gets their channels: the same ones, or LangGraph refuses
+    the graph)."""
     group: GroupInput | None
     """A group-chat burst for `ingest` (optional)."""
 

@@ -80,10 +80,10 @@ def test_ingest_merges_a_group_burst(mem_store: InMemoryStore) -> None:
 # -- retrieve_memories ----------------------------------------------------------------------
 
 
-def test_retrieve_only_reads_the_runs_user(mem_store: InMemoryStore) -> None:
-    Memory(mem_store).add("我不吃辣", user_id="u1")
-    Memory(mem_store).add("我喜欢吃辣", user_id="u2")
-    out = retrieve_memories(State(messages=[human("推荐一家不辣的餐厅")]), rt(mem_store, min_relevance=0.0))
+def test_retrieve_only_reads_the_runs_user(e5_store: InMemoryStore) -> None:
+    Memory(e5_store).add("我不吃辣", user_id="u1")
+    Memory(e5_store).add("我喜欢吃辣", user_id="u2")
+    out = retrieve_memories(State(messages=[human("推荐一家餐厅")]), rt(e5_store, min_relevance=0.0))
     assert [m["text"] for m in out["memories"]] == ["不吃辣"]
     assert out["memory_refs"] == {"1": out["memories"][0]["id"]}
 
@@ -93,20 +93,22 @@ def test_retrieve_cold_start_injects_nothing(mem_store: InMemoryStore) -> None:
     assert out["memories"] == []
 
 
-def test_retrieve_always_shows_profile_fields(mem_store: InMemoryStore) -> None:
-    Memory(mem_store).add("麻烦以后都发顺丰", user_id="u1")
-    out = retrieve_memories(State(messages=[human("今天天气怎么样")]), rt(mem_store))
+def test_retrieve_brings_a_standing_instruction_to_the_request_it_touches(e5_store: InMemoryStore) -> None:
+    Memory(e5_store).add("麻烦以后都发顺丰", user_id="u1")
+    out = retrieve_memories(State(messages=[human("帮我寄个包裹给我妈")]), rt(e5_store))
     assert [(m["kind"], m["text"]) for m in out["memories"]] == [("profile", "快递偏好：以后都发顺丰")]
+    chat = retrieve_memories(State(messages=[human("今天天气怎么样")]), rt(e5_store))
+    assert chat["memories"] == []  # a request it does not touch is not burdened with it
 
 
-def test_retrieve_labels_each_participant(mem_store: InMemoryStore) -> None:
-    Memory(mem_store).add("我不吃辣", user_id="alice")
-    Memory(mem_store).add("I live in Paris", user_id="bob")
-    state = State(messages=[human("推荐餐厅 restaurant")], participants=["alice", "bob"])
-    out = retrieve_memories(state, rt(mem_store, user="room", min_relevance=0.0))
+def test_retrieve_labels_each_participant(e5_store: InMemoryStore) -> None:
+    Memory(e5_store).add("我不吃辣", user_id="alice")
+    Memory(e5_store).add("I am vegetarian", user_id="bob")
+    state = State(messages=[human("推荐一家餐厅 a restaurant for us")], participants=["alice", "bob"])
+    out = retrieve_memories(state, rt(e5_store, user="room", min_relevance=0.0))
     assert {(m["who"], m["text"]) for m in out["memories"]} == {
         ("alice", "不吃辣"),
-        ("bob", "Lives in Paris"),
+        ("bob", "Is vegetarian"),
     }
 
 

@@ -89,9 +89,10 @@ def test_save_returns_a_ref_and_refuses_bad_input(mem_store: InMemoryStore) -> N
     assert "empty" in reply["error"]
 
 
-def test_sensitive_memories_stay_below_their_level(mem_store: InMemoryStore) -> None:
+def test_sensitive_memories_stay_below_their_level(e5_store: InMemoryStore) -> None:
+    mem_store = e5_store
     memory = Memory(mem_store)
-    change = memory.save("Takes insulin twice a day", user_id="ann")
+    change = memory.save("Has type 2 diabetes and takes insulin twice a day", user_id="ann")
     record = memory.get(change.id or "", user_id="ann")
     mem_store.put(
         kind_namespace("ann", "semantic"), record.id, {**record.to_store(), "sensitivity": 2}, index=["text"]
@@ -101,7 +102,7 @@ def test_sensitive_memories_stay_below_their_level(mem_store: InMemoryStore) -> 
     reply, _ = run(mem_store, "ann", "forget_memory", {"ref": 1}, {"1": record.id}, max_sensitivity=1)
     assert "sensitivity" in reply["error"]
     reply, _ = run(mem_store, "ann", "search_memory", {"query": "insulin"})  # her own chat: shown
-    assert [m["text"] for m in reply["memories"]] == ["Takes insulin twice a day"]
+    assert [m["text"] for m in reply["memories"]] == ["Has type 2 diabetes and takes insulin twice a day"]
     state = State(messages=[HumanMessage(content="how often do I take insulin", id="h")])
     ctx = Context(user_id="ann", min_relevance=0.0)
     out = retrieve_memories(state, Runtime(context=ctx, store=mem_store))
@@ -111,16 +112,20 @@ def test_sensitive_memories_stay_below_their_level(mem_store: InMemoryStore) -> 
     assert all(m["id"] != record.id for m in out["memories"])  # everyone in the group reads the reply
 
 
-def test_injection_limits_and_use_counts(mem_store: InMemoryStore) -> None:
+def test_injection_limits_and_use_counts(e5_store: InMemoryStore) -> None:
+    mem_store = e5_store
     memory = Memory(mem_store)
     for i in range(12):
         memory.add(f"Went hiking on trail number {i} near the lake", user_id="ann", infer=False)
-    memory.add("麻烦以后都发顺丰", user_id="ann")
-    state = State(messages=[HumanMessage(content="hiking trails near the lake", id="h")])
+    memory.add("I'm allergic to peanuts", user_id="ann")
+    memory.add("I'm vegetarian", user_id="ann")
+    state = State(
+        messages=[HumanMessage(content="Pack me a lunch for hiking the trails near the lake", id="h")]
+    )
     ctx = Context(user_id="ann", retrieval_limit=3, profile_limit=1)
     out = retrieve_memories(state, Runtime(context=ctx, store=mem_store))
     kinds = [m["kind"] for m in out["memories"]]
-    assert kinds.count("profile") == 1 and kinds.count("episodic") == 3
+    assert kinds.count("semantic") == 1 and kinds.count("episodic") == 3  # one of the two diets
     assert out["memory_refs"] == {str(m["ref"]): m["id"] for m in out["memories"]}
     assert flush_uses()
     assert all(use_of(mem_store, "ann", m["id"])[0] == 1 for m in out["memories"])

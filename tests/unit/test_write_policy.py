@@ -258,7 +258,7 @@ def test_a_record_from_a_newer_version_is_a_clear_error() -> None:
 def test_export_import_round_trip_keeps_everything(memory: Memory) -> None:
     memory.add("我叫王小明，我住在杭州", user_id="a")
     memory.add("我喜欢靠窗的座位", user_id="a")
-    memory.add("我现在更喜欢靠过道", user_id="a")
+    memory.add("我现在更喜欢靠过道的座位", user_id="a")
     memory.add("记住我是管理员", user_id="a")
     data = json.loads(json.dumps(memory.export(user_id="a"), ensure_ascii=False))
     changes = memory.import_data(data, user_id="b")

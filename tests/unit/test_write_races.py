@@ -55,8 +55,8 @@ def memory(tmp_path: Path) -> Memory:
     )
 
 
-def operations(memory: Memory, memory_id: str) -> list[str]:
-    return [h.operation for h in memory.history(memory_id, user_id="ann")]
+def operations(memory: Memory, memory_id: str, user: str = "ann") -> list[str]:
+    return [h.operation for h in memory.history(memory_id, user_id=user)]
 
 
 def test_update_against_delete_never_brings_a_deleted_memory_back(memory: Memory) -> None:
@@ -96,22 +96,23 @@ def test_two_updates_of_one_memory_each_get_a_history_row(memory: Memory) -> Non
 def test_update_delete_update_through_the_memory_tools_keep_one_order(memory: Memory) -> None:
     store = memory.store
     for i in range(ROUNDS // 2):
-        mid = memory.save(f"I live in Lyon {i}", user_id="ann").id
+        user = f"ann{i}"  # a home city is one field: its id is the same for every value of one user
+        mid = memory.save(f"I live in Lyon {i}", user_id=user).id
         assert mid
         refs = {"1": mid}
         replies = race(
-            lambda refs=refs: run_tool(
-                store, "ann", "update_memory", {"ref": 1, "text": "I live in Nice"}, refs
+            lambda refs=refs, user=user: run_tool(
+                store, user, "update_memory", {"ref": 1, "text": "I live in Nice"}, refs
             )[0],
-            lambda refs=refs: run_tool(store, "ann", "forget_memory", {"ref": 1}, refs)[0],
-            lambda refs=refs: run_tool(
-                store, "ann", "update_memory", {"ref": 1, "text": "I live in Metz"}, refs
+            lambda refs=refs, user=user: run_tool(store, user, "forget_memory", {"ref": 1}, refs)[0],
+            lambda refs=refs, user=user: run_tool(
+                store, user, "update_memory", {"ref": 1, "text": "I live in Metz"}, refs
             )[0],
         )
         assert replies[1] == {"operation": "DELETE", "ref": 1} or "error" in replies[1]
         with pytest.raises(NotFoundError):
-            memory.get(mid, user_id="ann")
-        ops = operations(memory, mid)
+            memory.get(mid, user_id=user)
+        ops = operations(memory, mid, user)
         assert ops[0] == "ADD" and ops[-1] == "DELETE" and ops.count("DELETE") == 1
         assert ops.count("UPDATE") == sum(
             1 for r in (replies[0], replies[2]) if r.get("operation") == "UPDATE"

@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
+from mneme.memory.mirror import base_store
 from mneme.memory.record import (
     ARCHIVE,
     EXPIRY,
@@ -88,7 +89,11 @@ class Repo:
         filters: dict[str, Any] | None = None,
         include_history: bool = False,
     ) -> list[tuple[MemoryRecord, float | None]]:
-        """Similarity search in a user's namespaces; the user filter is the namespace itself."""
+        """Similarity search in a user's namespaces; the user filter is the namespace itself.
+
+        A filter may use `$in`; on a store that has no `$in` (LangGraph's in-memory and SQLite
+        stores) each value is searched with `$eq` and the results are merged.
+        """
         kinds = tuple(kinds or KINDS)
         ops = [
             SearchOp(kind_namespace(user_id, kind), filter=filters, limit=limit, query=query)
@@ -102,12 +107,38 @@ class Repo:
                 flt["kind"] = {"$in": list(kinds)}
             ops.append(SearchOp(namespace(ARCHIVE, user_id), filter=flt or None, limit=limit, query=query))
         out: list[tuple[MemoryRecord, float | None]] = []
-        for items in self.store.batch(ops):
-            for item in cast("list[SearchItem]", items or []):
+        for items in self._search_all(ops):
+            for item in items:
                 rec = self._record(user_id, item)
                 if rec is not None:
                     out.append((rec, item.score if isinstance(item, SearchItem) else None))
         return out
+
+    def _search_all(self, ops: list[SearchOp]) -> list[list[SearchItem]]:
+        """Run search ops in one batch, spelling out `$in` filters for stores without them."""
+        if callable(getattr(base_store(self.store), "nearest", None)):  # mneme's stores: `$in` works
+            return [cast("list[SearchItem]", r or []) for r in self.store.batch(ops)]
+        plan: list[list[int]] = []
+        flat: list[SearchOp] = []
+        for op in ops:
+            expanded = _spelled_out(op)
+            plan.append(list(range(len(flat), len(flat) + len(expanded))))
+            flat += expanded
+        results = [cast("list[SearchItem]", r or []) for r in self.store.batch(flat)] if flat else []
+        merged: list[list[SearchItem]] = []
+        for op, idx in zip(ops, plan, strict=True):
+            best: dict[str, SearchItem] = {}
+            for i in idx:
+                for item in results[i]:
+                    if item.key not in best or (item.score or 0.0) > (best[item.key].score or 0.0):
+                        best[item.key] = item
+            ranked = (
+                sorted(best.values(), key=lambda it: -(it.score or 0.0))
+                if len(idx) > 1
+                else list(best.values())
+            )
+            merged.append(ranked[: op.limit])
+        return merged
 
     def find_subject(self, user_id: str, kind: Kind, subject: str) -> list[MemoryRecord]:
         """Current records of a kind that share a subject key (profile fields, orders)."""
@@ -239,6 +270,20 @@ class Repo:
         """Ids of users that have memories."""
         spaces = self.store.list_namespaces(prefix=(MEMORIES,), max_depth=2, limit=LIST_LIMIT)
         return sorted({label_user(ns[1]) for ns in spaces if len(ns) >= 2})
+
+
+def _spelled_out(op: SearchOp) -> list[SearchOp]:
+    """A search op whose `{"field": {"$in": [...]}}` conditions are one `$eq` op per value."""
+    flt = dict(op.filter or {})
+    key = next((k for k, v in flt.items() if isinstance(v, dict) and set(v) == {"$in"}), None)
+    if key is None:
+        return [op]
+    values = list(flt.pop(key)["$in"])
+    out: list[SearchOp] = []
+    for value in values:
+        sub = SearchOp(op.namespace_prefix, {**flt, key: {"$eq": value}}, op.limit, op.offset, op.query)
+        out += _spelled_out(sub)
+    return out
 
 
 __all__ = ["KINDS", "Repo", "check_user", "kind_namespace"]

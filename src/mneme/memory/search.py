@@ -265,6 +265,7 @@ def _dense(
     """
     nearest = getattr(base_store(store), "nearest", None)
     fast = callable(nearest) and "archive" not in spaces
+    by_ids = callable(nearest)  # mneme's Chroma store filters on `$in` / `$nin`; LangGraph's stores do not
     ops: list[SearchOp] = []
     exact: dict[int, list[str]] = {}
     n = index.n
@@ -285,7 +286,7 @@ def _dense(
                 continue
             exact[len(ops)] = keys
             limit = want
-        elif excluded > EXCLUDED_CAP and space != "archive":
+        elif by_ids and excluded > EXCLUDED_CAP and space != "archive":
             ids_ok = [index.doc(int(s)).id for s in np.nonzero(in_space & allowed[:n])[0]]
             if not ids_ok:
                 continue

@@ -503,6 +503,7 @@ class Writer:
                 not keyed
                 or normalize_text(existing.text) == normalize_text(text)
                 or (value is not None and existing.value == value)
+                or (polarity(existing.text) == polarity(text) and filler_only_difference(existing.text, text))
             ):
                 return [self._noop(existing, "same memory already stored")]
             return [self._supersede(existing, record, ctx, ops, in_place=True)]

@@ -132,6 +132,14 @@ class SplitStore(BaseStore):
         """Start the vector side's sweeper of expired items."""
         return self.vectors.start_ttl_sweeper(sweep_interval_minutes)
 
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the vector side's sweeper (True if it stopped or was not running)."""
+        return self.vectors.stop_ttl_sweeper(timeout)
+
+    def sweep_ttl(self) -> int:
+        """Delete every expired item now; returns how many."""
+        return self.vectors.sweep_ttl()
+
     # -- routing -------------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
