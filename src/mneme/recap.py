@@ -18,7 +18,7 @@ from mneme.memory.record import Source, now_iso
 from mneme.memory.redact import redact_text
 from mneme.memory.repo import Repo
 from mneme.memory.terms import is_chinese
-from mneme.memory.write import WriteContext, Writer
+from mneme.memory.write import OUTDATED, WriteContext, Writer
 from mneme.tokens import message_text
 
 log = logging.getLogger("mneme.recap")
@@ -180,7 +180,11 @@ def end_session(
     ctx = WriteContext(
         user_id=user_id,
         source=Source(thread_id=thread_id, actor="system"),
-        metadata={"source": "session_summary", "thread_id": thread_id},
+        metadata={
+            "source": "session_summary",
+            "thread_id": thread_id,
+            **({OUTDATED: True} if record.get("outdated") else {}),
+        },
         agent_id=agent_id,
     )
     old = (
@@ -259,7 +263,7 @@ def recent_recaps(
     out = []
     for record in records:
         memory = repo.get(user_id, str(record["recap_memory_id"]))
-        if memory is None:
+        if memory is None or memory.metadata.get(OUTDATED):  # forgotten, or quoting a changed fact
             continue
         out.append(
             {

@@ -104,7 +104,9 @@ def test_a_changed_employer_city_or_courier_is_never_injected_in_its_old_value(h
     assert "腾讯" in current and "上海" in current and "京东" in current
     assert "阿里巴巴" not in current and "杭州" not in current and "顺丰" not in current
     seen: list[str] = []
-    for request in ["帮我寄个快递给客户", "周末附近有什么好玩的？", "帮我写一段自我介绍，说说我的工作"]:
-        seen += injected(say(graph, request, "c"))
+    requests = ["帮我寄个快递给客户", "周末附近有什么好玩的？", "帮我写一段自我介绍，说说我的工作"]
+    for request in [*requests, "我在哪里上班？", "我的快递用哪家？"]:  # the direct questions too
+        out = say(graph, request, "c")
+        seen += injected(out) + [r["text"] for r in out["recaps"]]  # recaps quote their sessions
     assert not any(old in t for t in seen for old in ("阿里巴巴", "杭州", "顺丰"))
     assert any("京东" in t for t in seen)

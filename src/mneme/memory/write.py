@@ -47,6 +47,10 @@ from mneme.memory.usermodel.statements import tag_aspect
 from mneme.memory.usermodel.taxonomy import taxonomy
 from mneme.store.locks import exclusive
 
+OUTDATED = "outdated"
+"""Metadata key of a session recap that quotes a fact which has since changed (see
+`Writer._outdate_session`)."""
+
 _ID_NS = uuid.UUID("6d6e656d-6500-4000-8000-6d656d6f7279")
 
 DUPLICATE_RELEVANCE = 0.5
@@ -277,6 +281,7 @@ class Writer:
                 *self._put_ops(new),
             ]
             self.repo.apply(ops)
+            self._outdate_session(record)
         return MemoryChange(
             operation="UPDATE", id=record.id, text=new.text, old_text=record.text, kind=record.kind
         )
@@ -294,6 +299,7 @@ class Writer:
             record = self._current(record, ctx)
             ops = self._delete_ops(record, ctx, reason)
             self.repo.apply(ops)
+            self._outdate_session(record)
         scrub_store(self.store, ctx.user_id, {op.key for op in ops})
         return MemoryChange(
             operation="DELETE",
@@ -639,7 +645,31 @@ class Writer:
             ops += [*self.repo.remove_ops(old), expiry.unindex_op(ctx.user_id, old.id)]
         ops += self._put_ops(new)
         self.repo.apply(ops)
+        self._outdate_session(old)
         return MemoryChange(operation="SUPERSEDE", id=new.id, text=new.text, old_text=old.text, kind=new.kind)
+
+    def _outdate_session(self, old: MemoryRecord) -> None:
+        """Mark the recap of the session a changed fact was said in as outdated.
+
+        A recap quotes its session ("会话「我在阿里巴巴工作」"): once the fact has changed or
+        been forgotten, the recap must not bring the old value back into a turn. It stays in
+        the user's memories and search (what happened in that session), but `retrieve_memories`
+        and the recaps of earlier sessions leave it out. A recap stored later for that session
+        is marked too (`recap.end_session`).
+        """
+        thread = old.source.thread_id
+        if old.kind == "episodic" or not thread:
+            return
+        session = self.repo.session(old.user_id, thread)
+        if session is None:
+            return
+        if not session.get("outdated"):
+            self.repo.put_session(old.user_id, thread, {**session, "outdated": True})
+        recap_id = str(session.get("recap_memory_id") or "")
+        recap = self.repo.get(old.user_id, recap_id, kinds=["episodic"]) if recap_id else None
+        if recap is not None and not recap.metadata.get(OUTDATED):
+            marked = recap.model_copy(update={"metadata": {**recap.metadata, OUTDATED: True}})
+            self.repo.apply(self._put_ops(marked))
 
     def _forget(self, cand: Candidate, ctx: WriteContext, ops: list[PutOp]) -> list[MemoryChange]:
         """Delete what a forget request is about.

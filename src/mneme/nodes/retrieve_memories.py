@@ -14,6 +14,7 @@ from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.usage import note_use
 from mneme.memory.usermodel.recall import Touch, touch_of, user_model_hits
+from mneme.memory.write import OUTDATED
 from mneme.state import State
 from mneme.tokens import message_text
 
@@ -109,7 +110,8 @@ def person_memories(
         if ctx.profile_limit and queries
         else []
     )
-    memories = [h for h in found if not h.aspects]  # user-model memories come through the model
+    # user-model memories come through the model; a recap quoting a changed fact never comes
+    memories = [h for h in found if not h.aspects and not (h.metadata or {}).get(OUTDATED)]
     return model, memories[: ctx.retrieval_limit]
 
 
