@@ -95,18 +95,23 @@ def test_english_constraints_reach_a_bar_and_a_party_menu(home: Path) -> None:
 
 def test_a_changed_employer_city_or_courier_is_never_injected_in_its_old_value(home: Path) -> None:
     graph = build_graph(home=home)
-    for text in ["我在阿里巴巴工作", "我住在杭州", "麻烦以后都发顺丰"]:
+    for text in ["我在阿里巴巴工作", "我住在杭州", "麻烦以后都发顺丰", "我吃素"]:
         say(graph, text, "c")
-    for text in ["我跳槽去腾讯了", "我上个月搬到上海了", "改成发京东快递吧"]:
+    for text in ["我跳槽去腾讯了", "我上个月搬到上海了", "改成发京东快递吧", "我最近开始吃肉了"]:
         say(graph, text, "c")
 
     current = " ".join(r.text for r in Memory(graph.store).get_all(user_id="c") if r.aspect)
     assert "腾讯" in current and "上海" in current and "京东" in current
     assert "阿里巴巴" not in current and "杭州" not in current and "顺丰" not in current
     seen: list[str] = []
-    requests = ["帮我寄个快递给客户", "周末附近有什么好玩的？", "帮我写一段自我介绍，说说我的工作"]
+    requests = [
+        "帮我寄个快递给客户",
+        "周末附近有什么好玩的？",
+        "帮我写一段自我介绍，说说我的工作",
+        "推荐一家餐厅",
+    ]
     for request in [*requests, "我在哪里上班？", "我的快递用哪家？"]:  # the direct questions too
         out = say(graph, request, "c")
         seen += injected(out) + [r["text"] for r in out["recaps"]]  # recaps quote their sessions
-    assert not any(old in t for t in seen for old in ("阿里巴巴", "杭州", "顺丰"))
+    assert not any(old in t for t in seen for old in ("阿里巴巴", "杭州", "顺丰", "吃素"))
     assert any("京东" in t for t in seen)

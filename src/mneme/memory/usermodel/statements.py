@@ -94,7 +94,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
 def _changes_a_field(reading: Reading, clause: str) -> bool:
     aspect = taxonomy().aspects[reading.aspect]
     return (
-        aspect.single
+        (aspect.single or reading.change >= REVISES)  # a new job; "我最近开始吃肉了" revises a diet
         and reading.aspect_p >= EVENT_ASPECT
         and reading.memorable >= MEMORABLE
         and not about_someone_else(clause)
