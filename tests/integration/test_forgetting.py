@@ -80,7 +80,8 @@ def test_a_deleted_session_leaves_nothing_in_the_checkpoints(home: Path) -> None
         for record in mem.get_all(user_id="erin"):
             mem.delete(record.id, user_id="erin")
     # the thread still holds what was said: its checkpoints, and its session record's title
-    assert set(on_disk(home)) <= {"checkpoints.sqlite", "checkpoints.sqlite-wal", "chroma/chroma.sqlite3"}
+    kept = {"checkpoints.sqlite", "checkpoints.sqlite-wal", "memory.sqlite", "memory.sqlite-wal"}
+    assert set(on_disk(home)) <= kept | {"chroma/chroma.sqlite3"}  # the session record: memory.sqlite
     with Sessions.open(home) as sessions:
         sessions.delete("e1", user_id="erin")
     assert on_disk(home) == {}

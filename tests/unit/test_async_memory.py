@@ -15,7 +15,7 @@ from mneme.memory.aio import PER_USER, AsyncMemory
 from mneme.memory.api import Memory
 from mneme.memory.record import MemoryChange, MemoryRecord
 
-DELAY = 0.25
+DELAY = 0.5  # well above a save's own work (redaction, the guard, the user model's reading)
 
 
 class SlowMemory(Memory):

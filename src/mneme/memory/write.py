@@ -522,6 +522,22 @@ class Writer:
                 r for r in self.repo.find_subject(ctx.user_id, "profile", cand.subject or "") if r.id != rid
             ]
             replaced = max(legacy, key=lambda r: r.updated_at, default=None)
+        if replaced is None and keyed and cand.aspect:
+            # the aspect's value may be held by a memory written before it was keyed (a
+            # correction, or a statement read with less certainty): that one is replaced
+            same = [
+                (old, rel)
+                for kind in ("profile", "semantic")
+                for old, rel in self._similar(text, kind, ctx.user_id, {"aspect": cand.aspect})
+                if old.id != rid
+            ]
+            if same:
+                old, rel = max(same, key=lambda p: p[1])
+                if polarity(old.text) == polarity(text) and (
+                    filler_only_difference(old.text, text) or rel >= DUPLICATE_RELEVANCE
+                ):
+                    return [self._noop(old, "the same value is already stored")]
+                replaced = old
         if replaced is None and not keyed:
             similar = self._similar(text, cand.kind, ctx.user_id)
             for old, rel in similar:
@@ -543,7 +559,7 @@ class Writer:
                 best, rel = similar[0]
                 if rel >= CORRECTION_RELEVANCE:
                     replaced = best
-        if replaced is None and cand.revises and cand.aspect:
+        if replaced is None and (cand.revises or cand.action == "correct") and cand.aspect:
             replaced = self._revised(text, (cand.aspect, *cand.near), ctx.user_id)
         if cand.tentative and replaced is None:
             return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]

@@ -39,6 +39,7 @@ from langgraph.store.sqlite import SqliteStore
 from mneme.memory.record import EXPIRY, HISTORY, PENDING, SESSIONS
 from mneme.memory.revision import REVISIONS, USAGE
 from mneme.store.chroma import ChromaStore
+from mneme.store.scrub import scrub_sqlite
 
 ROW_ROOTS = frozenset({HISTORY, EXPIRY, PENDING, SESSIONS, REVISIONS, USAGE})
 """Namespace roots kept in SQLite: rows that are never searched by meaning."""
@@ -131,6 +132,21 @@ class SplitStore(BaseStore):
     def start_ttl_sweeper(self, sweep_interval_minutes: int | None = None) -> Any:
         """Start the vector side's sweeper of expired items."""
         return self.vectors.start_ttl_sweeper(sweep_interval_minutes)
+
+    def scrub(self, keys: Iterable[str] = ()) -> Any:
+        """Remove from both sides' files what deleted records left there.
+
+        The Chroma side as `ChromaStore.scrub` does; `memory.sqlite` (history, sessions and the
+        other plain rows) is rebuilt so that no deleted row stays in its file or its WAL.
+
+        Returns:
+            The Chroma side's report.
+        """
+        report = self.vectors.scrub(keys)
+        path = Path(self.rows.conn.execute("PRAGMA database_list").fetchone()[2])
+        with self.rows.lock:
+            scrub_sqlite(path, self.rows.conn)
+        return report
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the vector side's sweeper (True if it stopped or was not running)."""
