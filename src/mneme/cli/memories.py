@@ -1,4 +1,4 @@
-"""`mneme memories ...`: list, search, show, add, edit, delete, history, export and import."""
+"""`mneme memories ...`: list, search, show, profile, add, edit, delete, history, export and import."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from mneme.cli.common import (
@@ -275,6 +276,56 @@ def memories_history(memory_id: str, user: UserOpt, home: HomeOpt = None, as_jso
         emit(rows, as_json, show)
 
     guarded(run)
+
+
+@memories_app.command("profile")
+def memories_profile(user: UserOpt, home: HomeOpt = None, as_json: JsonOpt = False) -> None:
+    """What mneme believes about a user, by aspect: hard limits first, with former values.
+
+    Correct a memory with `mneme memories edit ID "new text" --user U`, forget it with `mneme memories delete ID --user U` (the old text stays in its history).
+    """
+
+    def run() -> None:
+        with _open(home) as mem:
+            view = mem.user_model(user_id=user).model_dump(mode="json")
+        emit(view, as_json, _print_profile)
+
+    guarded(run)
+
+
+def _print_profile(view: dict[str, Any]) -> None:
+    def line(text: str) -> None:
+        console.print(text, highlight=False, soft_wrap=True)
+
+    if not view["aspects"]:
+        line(f"{escape(view['user_id'])}: nothing known yet (no memory is about an aspect of them)")
+        return
+    line(f"[bold]what mneme believes about {escape(view['user_id'])}[/] ({view['total']} memories)")
+    for group in view["aspects"]:
+        flags = [
+            group["area"],
+            "hard limit" if group["constraint"] else "",
+            "one value" if group["single"] else "",
+        ]
+        line(
+            f"[bold]{escape(group['aspect'])}[/] · {escape(group['label'])} · {escape(group['label_zh'])}"
+            f"  [dim]({', '.join(f for f in flags if f)})[/]"
+        )
+        if group["conflicting"]:
+            line("  [yellow]more than one current value: one is probably stale[/]")
+        for m in group["memories"]:
+            line(f"  {'[red]![/]' if m['constraint'] else '·'} {escape(m['text'])}")
+            said = "" if m["confirmed"] else " · inferred"
+            line(
+                f"      [dim]id {m['id']} · since {short_time(m['since'])} · v{m['version']} · "
+                f"by {escape(_source(m['source']))}{said}[/]"
+            )
+            for e in m["earlier"]:
+                how = "edited from" if e["change"] == "edited" else "before"
+                line(f"      {how}: {escape(e['text'])}  [dim](until {short_time(e['until'])})[/]")
+    line(
+        '[dim]correct: mneme memories edit ID "text" --user U · forget: mneme memories delete ID --user U[/]'
+    )
 
 
 @memories_app.command("export")

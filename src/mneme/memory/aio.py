@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from mneme.memory.api import Memory, MessagesOrText
 from mneme.memory.record import HistoryEntry, Kind, MemoryChange, MemoryHit, MemoryRecord, check_user
+from mneme.memory.usermodel.view import UserModelView
 from mneme.shutdown import stopping
 
 T = TypeVar("T")
@@ -232,6 +233,10 @@ class AsyncMemory:
     async def history(self, memory_id: str, *, user_id: str) -> list[HistoryEntry]:
         """`Memory.history`."""
         return await self._read(user_id, functools.partial(self.memory.history, memory_id, user_id=user_id))
+
+    async def user_model(self, *, user_id: str) -> UserModelView:
+        """`Memory.user_model`."""
+        return await self._read(user_id, functools.partial(self.memory.user_model, user_id=user_id))
 
     async def export(self, *, user_id: str) -> dict[str, Any]:
         """`Memory.export`."""

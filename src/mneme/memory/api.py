@@ -41,6 +41,7 @@ from mneme.memory.record import (
 from mneme.memory.redact import RedactionPolicy, redact_text
 from mneme.memory.repo import KINDS, Repo
 from mneme.memory.search import SearchSettings, search
+from mneme.memory.usermodel.view import UserModelView, user_model_view
 from mneme.memory.write import WriteContext, Writer, user_lock
 from mneme.tokens import message_text
 from mneme.validate import (
@@ -392,6 +393,26 @@ class Memory:
             for r in self.get_all(user_id=user_id, kinds=["profile"])
             if r.subject
         }
+
+    def user_model(self, *, user_id: str) -> UserModelView:
+        """What mneme believes about a person, for people to see and correct.
+
+        The person's current user-model memories (those about an aspect of them: diet,
+        allergies, employer, home, seat...) grouped by aspect, hard limits first; each with
+        the values it replaced (a single-valued aspect's former values: "employer: Tencent,
+        before: Alibaba"). Memories about no aspect (events, orders) are not in it. Correct
+        one with `update`, forget one with `delete`. A user with no memories has an empty view.
+
+        Raises:
+            InputError: if the user id is not a valid one.
+        """
+        check_user(user_id)
+        return user_model_view(
+            user_id,
+            self.get_all(user_id=user_id),
+            self._repo.archived(user_id),
+            lambda memory_id: self._repo.history(user_id, memory_id),
+        )
 
     def update(self, memory_id: str, text: str, *, user_id: str, actor: str = "api") -> MemoryChange:
         """Replace a memory's text; the old text stays in its history.

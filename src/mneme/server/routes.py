@@ -1,4 +1,4 @@
-"""REST routes under `/v1`: a user's memories, their history, export/import, and sessions."""
+"""REST routes under `/v1`: a user's memories, their history, their profile, export/import, and sessions."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Path, Query, Reques
 
 from mneme.memory.aio import AsyncMemory
 from mneme.memory.record import Kind, MemoryRecord, check_user
+from mneme.memory.usermodel.view import UserModelView
 from mneme.server.auth import Caller, KeyRing, server_caller
 from mneme.server.backend import Backend
 from mneme.server.ratelimit import RateLimiter
@@ -181,6 +182,16 @@ async def delete_memory(user: User, memory_id: MemoryId, mem: Mem) -> dict[str, 
 async def memory_history(user: User, memory_id: MemoryId, mem: Mem) -> History:
     """Every change of one memory, oldest first."""
     return History(items=await mem.history(memory_id, user_id=user))
+
+
+@router.get("/users/{user_id}/profile", response_model=UserModelView)
+async def user_profile(user: User, mem: Mem) -> UserModelView:
+    """What mneme believes about a user, by aspect (hard limits first), with the values each replaced.
+
+    Correct a memory with `PATCH .../memories/{memory_id}`, forget it with `DELETE`. A user
+    with no memories has an empty profile.
+    """
+    return await mem.user_model(user_id=user)
 
 
 @router.delete("/users/{user_id}/memories", response_model=Deleted)
