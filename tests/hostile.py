@@ -418,6 +418,7 @@ def memory_calls(ids: list[str], export: dict[str, Any]) -> st.SearchStrategy[tu
             confirmed=st.booleans(),
         ),
         call("profile", user_id=user),
+        call("user_model", user_id=user),
         call("update", memory_id=mid, text=TEXTS, user_id=user, actor=st.just("api")),
         call("delete", memory_id=mid, user_id=user, actor=st.just("admin")),
         call("delete_all", user_id=st.just("zed")),
@@ -576,6 +577,7 @@ def rest_requests(ids: list[str], export: dict[str, Any]) -> st.SearchStrategy[t
         st.builds(lambda u, m: req("GET", f"/v1/users/{u}/memories/{m}/history"), user, mid),
         st.builds(lambda u: req("DELETE", f"/v1/users/{u}/memories"), either(st.just("zed")).map(_seg)),
         st.builds(lambda u: req("GET", f"/v1/users/{u}/export"), user),
+        st.builds(lambda u: req("GET", f"/v1/users/{u}/profile"), user),
         st.builds(
             lambda u, b: req("POST", f"/v1/users/{u}/import", body=b),
             either(st.just("imp")).map(_seg),
@@ -731,6 +733,7 @@ def cli_invocations(ids: list[str], files: list[Path]) -> st.SearchStrategy[tupl
         ),
         cmd(st.just(["memories", "history"]), mid, st.just("--user"), user),
         cmd(st.just(["memories", "export", "--user"]), user),
+        cmd(st.just(["memories", "profile", "--user"]), user),
         cmd(
             st.just(["memories", "import"]),
             path,

@@ -152,6 +152,38 @@ def test_memories_commands_refuse_bad_input_with_one_line_and_exit_codes(tmp_pat
     assert cli("memories", "show", ann_id, "--user", "bob", home=home).returncode == 3
 
 
+def test_memories_profile_shows_what_is_believed_and_how_to_correct_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for said in ["我对花生过敏", "我在阿里巴巴工作", "我跳槽去腾讯了"]:
+        ok(cli("memories", "add", said, "--infer", "--user", "ann", home=home))
+    ok(cli("memories", "add", "昨天去了西湖", "--kind", "episodic", "--user", "ann", home=home))
+
+    view = as_json("memories", "profile", "--user", "ann", home=home)
+    assert [a["aspect"] for a in view["aspects"]] == ["allergy", "employer"]  # hard limits first
+    job = view["aspects"][1]["memories"][0]
+    assert "腾讯" in job["text"] and "阿里巴巴" in job["earlier"][0]["text"]
+
+    shown = ok(cli("memories", "profile", "--user", "ann", home=home)).stdout
+    lines = shown.splitlines()
+    allergy = next(i for i, line in enumerate(lines) if line.startswith("allergy"))
+    employer = next(i for i, line in enumerate(lines) if line.startswith("employer"))
+    assert allergy < employer and "hard limit" in lines[allergy] and "过敏" in lines[allergy]
+    assert "! " in lines[allergy + 1] and "花生" in lines[allergy + 1]  # a constraint, marked
+    assert "腾讯" in lines[employer + 1] and job["id"] in lines[employer + 2]
+    assert "before:" in lines[employer + 3] and "阿里巴巴" in lines[employer + 3]
+    assert "西湖" not in shown and "mneme memories edit ID" in shown
+    assert "memories edit" in ok(cli("memories", "profile", "--help", home=home)).stdout
+
+    # corrected with the commands it names
+    ok(cli("memories", "edit", job["id"], "在腾讯云工作", "--user", "ann", home=home))
+    job = as_json("memories", "profile", "--user", "ann", home=home)["aspects"][1]["memories"][0]
+    assert job["text"] == "在腾讯云工作" and [e["change"] for e in job["earlier"]] == ["edited", "superseded"]
+
+    assert "bob: nothing known yet" in ok(cli("memories", "profile", "--user", "bob", home=home)).stdout
+    bad = cli("memories", "profile", "--user", "a\x00b", home=home)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "user_id" in bad.stderr
+
+
 def test_sessions_list_show_and_delete_leave_other_sessions_and_memories(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ok(cli("chat", "--user", "ann", "--session", "s-food", stdin="我不吃辣\n", home=home))

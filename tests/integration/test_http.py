@@ -212,3 +212,45 @@ def test_messages_are_extracted_and_sessions_listed(client: httpx.Client, home: 
         assert Memory(opened.store).get_all(user_id="finn")  # the same memory the routes see
     finally:
         opened.close()
+
+
+def test_the_profile_shows_what_is_believed_and_follows_a_correction(client: httpx.Client, url: str) -> None:
+    for said in ["我对花生过敏", "我在阿里巴巴工作", "我跳槽去腾讯了"]:
+        assert client.post("/v1/users/gail/memories", json={"text": said, "infer": True}).status_code == 201
+    add(client, "gail", "昨天去了西湖", kind="episodic")  # about no aspect of her: not in the profile
+
+    profile = client.get("/v1/users/gail/profile").json()
+    assert profile["user_id"] == "gail" and profile["total"] == 2
+    allergy, employer = profile["aspects"]
+    assert (allergy["aspect"], allergy["constraint"], allergy["memories"][0]["constraint"]) == (
+        "allergy",
+        True,
+        True,
+    )
+    assert "花生" in allergy["memories"][0]["text"]
+    (job,) = employer["memories"]
+    assert employer["aspect"] == "employer" and employer["single"] and "腾讯" in job["text"]
+    assert [("阿里巴巴" in e["text"], e["change"]) for e in job["earlier"]] == [(True, "superseded")]
+
+    # an operator corrects it through the memory routes; the profile follows
+    assert client.patch(f"/v1/users/gail/memories/{job['id']}", json={"text": "在腾讯云工作"}).status_code == 200
+    (job,) = client.get("/v1/users/gail/profile").json()["aspects"][1]["memories"]
+    assert job["text"] == "在腾讯云工作" and [e["change"] for e in job["earlier"]] == ["edited", "superseded"]
+    assert client.delete(f"/v1/users/gail/memories/{allergy['memories'][0]['id']}").status_code == 200
+    assert [a["aspect"] for a in client.get("/v1/users/gail/profile").json()["aspects"]] == ["employer"]
+
+
+def test_the_profile_route_is_guarded_like_every_user_route(client: httpx.Client, url: str) -> None:
+    assert client.get("/v1/users/nobody-here/profile").json() == {
+        "user_id": "nobody-here",
+        "aspects": [],
+        "total": 0,
+    }
+    assert client.get("/v1/users/" + "u" * 300 + "/profile").status_code == 422
+    bad = client.get("/v1/users/a%01b/profile")
+    assert bad.status_code == 422 and "user_id" in bad.json()["detail"]
+    with httpx.Client(base_url=url, timeout=30) as anon:
+        assert anon.get("/v1/users/ann/profile").status_code == 401
+    with httpx.Client(base_url=url, headers=ANN_ONLY, timeout=30) as ann:
+        assert ann.get("/v1/users/gail/profile").status_code == 403
+        assert ann.get("/v1/users/ann/profile").status_code == 200

@@ -109,6 +109,7 @@ def test_a_user_id_with_a_nul_is_refused_on_every_route(client: TestClient, memo
         ("DELETE", "/v1/users/a%00b/memories/x"),
         ("DELETE", "/v1/users/a%00b/memories"),
         ("GET", "/v1/users/a%00b/export"),
+        ("GET", "/v1/users/a%00b/profile"),
         ("GET", "/v1/users/a%1Bb/sessions"),
     ]:
         resp = client.request(method, path, json={"text": "I like tea"} if method == "POST" else None)

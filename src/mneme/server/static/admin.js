@@ -1,11 +1,12 @@
-// mneme admin page: see, search, correct, delete and export a user's memories.
+// mneme admin page: see, search, correct, delete and export a user's memories, and see (and
+// correct) what mneme believes about them: their profile, by aspect.
 // Plain DOM code, no build step. Memory texts are user data: they are only ever set as
 // textContent, never as HTML.
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
 const api = new URL("v1/", document.baseURI);
-const state = { user: null, query: null };
+const state = { user: null, query: null, view: "memories" };
 
 function setStatus(text, isError = false) {
   const el = $("#status");
@@ -80,7 +81,17 @@ function render(items, isSearch) {
 
 async function load() {
   if (!state.user) return;
-  $("#memories").hidden = false;
+  $("#views").hidden = false;
+  for (const name of ["memories", "profile"]) {
+    const button = $(`#view-${name}`);
+    button.classList.toggle("current", state.view === name);
+    button.setAttribute("aria-pressed", String(state.view === name));
+    $(`#${name}`).hidden = state.view !== name;
+  }
+  if (state.view === "profile") {
+    await loadProfile();
+    return;
+  }
   try {
     if (state.query) {
       const q = encodeURIComponent(state.query);
@@ -126,8 +137,8 @@ async function toggleHistory(tr, m) {
   }
 }
 
-function startEdit(tr, m) {
-  const cell = tr.querySelector(".text");
+function startEdit(item, m) {
+  const cell = item.querySelector(".text");
   if (cell.querySelector("textarea")) return;
   const area = document.createElement("textarea");
   area.value = m.text;
@@ -160,6 +171,67 @@ async function remove(m) {
     await call("DELETE", `${userPath()}/memories/${encodeURIComponent(m.id)}`);
     await load();
     setStatus("Deleted.");
+  } catch (err) {
+    setStatus(err.message, true);
+  }
+}
+
+// -- the profile: what mneme believes about the user, by aspect, hard limits first ----------
+
+function meta(m) {
+  const parts = [`since ${when(m.since)}`, `v${m.version}`, `by ${sourceOf(m)}`];
+  if (!m.confirmed) parts.push("inferred");
+  if (m.also.length) parts.push(`also about ${m.also.join(", ")}`);
+  return parts.join(" · ");
+}
+
+function renderProfile(view) {
+  const box = $("#aspects");
+  box.replaceChildren();
+  for (const group of view.aspects) {
+    const section = $("#aspect-template").content.firstElementChild.cloneNode(true);
+    section.dataset.aspect = group.aspect;
+    section.classList.toggle("hard", group.constraint);
+    section.querySelector(".label").textContent = group.label;
+    section.querySelector(".label-zh").textContent = group.label_zh;
+    section.querySelector(".area").textContent = group.area;
+    section.querySelector(".badge.hard").hidden = !group.constraint;
+    section.querySelector(".badge.single").hidden = !group.single;
+    section.querySelector(".conflict").hidden = !group.conflicting;
+    const list = section.querySelector(".beliefs");
+    for (const m of group.memories) {
+      const li = $("#belief-template").content.firstElementChild.cloneNode(true);
+      li.dataset.id = m.id;
+      li.classList.toggle("constraint", m.constraint);
+      li.querySelector(".badge.constraint").hidden = !m.constraint;
+      li.querySelector(".text").textContent = m.text;
+      li.querySelector(".meta").textContent = meta(m);
+      li.querySelector(".meta").title = `memory ${m.id}`;
+      const earlier = li.querySelector(".earlier");
+      for (const e of m.earlier) {
+        const item = document.createElement("li");
+        item.className = "earlier-value";
+        item.dataset.change = e.change;
+        item.textContent = `${e.change === "edited" ? "edited from" : "before"}: ${e.text} (until ${when(e.until)})`;
+        earlier.append(item);
+      }
+      li.querySelector(".edit").addEventListener("click", () => startEdit(li, m));
+      li.querySelector(".delete").addEventListener("click", () => remove(m));
+      list.append(li);
+    }
+    box.append(section);
+  }
+}
+
+async function loadProfile() {
+  try {
+    const view = await call("GET", `${userPath()}/profile`);
+    renderProfile(view);
+    const hard = view.aspects.filter((a) => a.constraint).length;
+    $("#profile-summary").textContent = view.total
+      ? `What mneme believes about ${view.user_id}: ${view.total} memories on ${view.aspects.length} aspects (${hard} hard limits first).`
+      : `Nothing known about ${view.user_id} yet: no memory is about an aspect of them.`;
+    setStatus("");
   } catch (err) {
     setStatus(err.message, true);
   }
@@ -220,6 +292,14 @@ $("#clear").addEventListener("click", () => {
   load();
 });
 $("#export").addEventListener("click", exportAll);
+$("#view-memories").addEventListener("click", () => {
+  state.view = "memories";
+  load();
+});
+$("#view-profile").addEventListener("click", () => {
+  state.view = "profile";
+  load();
+});
 
 if (key()) {
   $("#key").value = key();
