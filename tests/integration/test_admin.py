@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
@@ -145,3 +146,89 @@ def test_admin_page_says_when_the_key_is_wrong(tmp_path: Path, browser: WebDrive
         browser.find_element(By.CSS_SELECTOR, "#key-form button").click()
         WebDriverWait(browser, 30).until(ec.text_to_be_present_in_element((By.ID, "status"), "401"))
         assert "error" in (browser.find_element(By.ID, "status").get_attribute("class") or "")
+
+
+def aspect(driver: WebDriver, key: str) -> WebElement:
+    return driver.find_element(By.CSS_SELECTOR, f'#aspects section.aspect[data-aspect="{key}"]')
+
+
+def test_the_profile_view_shows_what_is_believed_and_an_edit_there_changes_it(
+    tmp_path: Path, browser: WebDriver
+) -> None:
+    home = tmp_path / "home"
+    with Memory.open(home) as mem:
+        for said in ["我对花生过敏", "我在阿里巴巴工作", "我跳槽去腾讯了", "我喜欢靠窗的座位"]:
+            mem.add(said, user_id="ann")
+        mem.save("昨天去了西湖", user_id="ann", kind="episodic")  # about no aspect of her
+        mem.save("<img src=x onerror=alert(1)> 我的猫叫咪咪", user_id="ann")
+
+    keys = KeyRing({KEY: None})
+    with serve_app(create_app(HomeBackend(home), keys=keys)) as url:
+        wait = WebDriverWait(browser, 60, ignored_exceptions=[StaleElementReferenceException])
+        browser.get(url + "/admin")
+        browser.find_element(By.ID, "key").send_keys(KEY)
+        browser.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Connected"))
+        browser.find_element(By.ID, "user").send_keys("ann")
+        browser.find_element(By.CSS_SELECTOR, "#user-form button").click()
+        wait.until(lambda d: len(rows(d)) == 5)  # the memories view first, as before
+        browser.find_element(By.ID, "view-profile").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "profile-summary"), "believes about ann"))
+        assert browser.find_element(By.ID, "memories").is_displayed() is False
+
+        sections = browser.find_elements(By.CSS_SELECTOR, "#aspects section.aspect")
+        order = [s.get_attribute("data-aspect") for s in sections]
+        assert order[0] == "allergy" and {"employer", "seat", "pet"} <= set(order)
+        allergy = aspect(browser, "allergy")
+        assert "hard" in (allergy.get_attribute("class") or "")
+        assert allergy.find_element(By.CSS_SELECTOR, ".badge.hard").is_displayed()
+        (nuts,) = allergy.find_elements(By.CSS_SELECTOR, "li.belief")
+        assert "花生" in nuts.find_element(By.CSS_SELECTOR, ".text").text
+        assert nuts.find_element(By.CSS_SELECTOR, ".badge.constraint").is_displayed()
+        employer = aspect(browser, "employer")
+        assert not employer.find_element(By.CSS_SELECTOR, ".badge.hard").is_displayed()
+        assert employer.find_element(By.CSS_SELECTOR, ".badge.single").is_displayed()
+        (job,) = employer.find_elements(By.CSS_SELECTOR, "li.belief")
+        assert "腾讯" in job.find_element(By.CSS_SELECTOR, ".text").text
+        (before,) = job.find_elements(By.CSS_SELECTOR, "li.earlier-value")
+        assert before.text.startswith("before:") and "阿里巴巴" in before.text
+        assert "西湖" not in browser.find_element(By.ID, "aspects").text
+        # a memory's text is shown as text, never run as HTML
+        pet = aspect(browser, "pet").find_element(By.CSS_SELECTOR, "li.belief .text")
+        assert pet.text == "<img src=x onerror=alert(1)> 我的猫叫咪咪"
+        assert browser.find_elements(By.CSS_SELECTOR, "#aspects img") == []
+
+        # the operator corrects the employer, and forgets the seat
+        job.find_element(By.CSS_SELECTOR, ".edit").click()
+        area = job.find_element(By.CSS_SELECTOR, ".text textarea")
+        area.clear()
+        area.send_keys("在腾讯云工作")
+        job.find_element(By.CSS_SELECTOR, ".save").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Saved."))
+        wait.until(
+            lambda d: (
+                [
+                    e.text.split(":")[0]
+                    for e in aspect(d, "employer").find_elements(By.CSS_SELECTOR, "li.earlier-value")
+                ]
+                == ["edited from", "before"]
+            )
+        )
+        assert (
+            aspect(browser, "employer").find_element(By.CSS_SELECTOR, "li.belief .text").text
+            == "在腾讯云工作"
+        )
+        aspect(browser, "seat").find_element(By.CSS_SELECTOR, ".delete").click()
+        alert = wait.until(ec.alert_is_present())
+        assert "靠窗" in alert.text
+        alert.accept()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "Deleted."))
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, 'section.aspect[data-aspect="seat"]'))
+
+        # what the API returns is what the page changed
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as api:
+            profile = api.get("/v1/users/ann/profile").json()
+        employer_now = next(a for a in profile["aspects"] if a["aspect"] == "employer")
+        assert [m["text"] for m in employer_now["memories"]] == ["在腾讯云工作"]
+        assert "seat" not in [a["aspect"] for a in profile["aspects"]]
+        assert profile["aspects"][0]["aspect"] == "allergy"

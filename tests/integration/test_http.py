@@ -233,7 +233,9 @@ def test_the_profile_shows_what_is_believed_and_follows_a_correction(client: htt
     assert [("阿里巴巴" in e["text"], e["change"]) for e in job["earlier"]] == [(True, "superseded")]
 
     # an operator corrects it through the memory routes; the profile follows
-    assert client.patch(f"/v1/users/gail/memories/{job['id']}", json={"text": "在腾讯云工作"}).status_code == 200
+    assert (
+        client.patch(f"/v1/users/gail/memories/{job['id']}", json={"text": "在腾讯云工作"}).status_code == 200
+    )
     (job,) = client.get("/v1/users/gail/profile").json()["aspects"][1]["memories"]
     assert job["text"] == "在腾讯云工作" and [e["change"] for e in job["earlier"]] == ["edited", "superseded"]
     assert client.delete(f"/v1/users/gail/memories/{allergy['memories'][0]['id']}").status_code == 200

@@ -229,7 +229,7 @@ async function loadProfile() {
     renderProfile(view);
     const hard = view.aspects.filter((a) => a.constraint).length;
     $("#profile-summary").textContent = view.total
-      ? `What mneme believes about ${view.user_id}: ${view.total} memories on ${view.aspects.length} aspects (${hard} hard limits first).`
+      ? `What mneme believes about ${view.user_id}: ${view.total} memories on ${view.aspects.length} aspects, the ${hard} with hard limits first.`
       : `Nothing known about ${view.user_id} yet: no memory is about an aspect of them.`;
     setStatus("");
   } catch (err) {
