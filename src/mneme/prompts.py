@@ -121,6 +121,12 @@ EXTRACT_SYSTEM = (
     "snake_case `subject` (e.g. shipping_preference, name, location, phone) and its `value`; "
     "other memories are `semantic` (facts, preferences) or `episodic` (events); set `explicit` "
     "to false when you inferred it rather than the user saying it; `importance` is 0..1.\n"
+    "For a memory about the user, `aspect` is what it is about, a name from the schema "
+    "(residence: where they live; home: their furniture; employer, diet, allergy, seat...), "
+    "null for events, orders and anything else; `constraint` is true for a hard limit (an "
+    "allergy, a diet, a health condition, a boundary), false for a like or preference; "
+    "`domains`: up to 3 kinds of request it matters for (a peanut allergy: dining, cooking). "
+    "Never add a value the user did not say.\n"
     "Reply with one JSON object and nothing else, matching this JSON schema:\n{schema}"
 )
 """System prompt of the LLM extractor: `{lang_name}`, `{today}` and `{schema}` are filled."""

@@ -17,6 +17,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from mneme.memory.llm_extract import CUT_OFF, ExtractionFailed, LLMExtractor
+from mneme.memory.usermodel.taxonomy import taxonomy
 
 
 class Provider:
@@ -85,7 +86,12 @@ def test_json_schema_mode_is_asked_for_and_its_result_used(provider: tuple[Provi
     assert candidate.text == "Lives in Berlin"
     [request] = state.requests
     assert request["response_format"]["type"] == "json_schema"
-    assert request["response_format"]["json_schema"]["schema"]["title"] == "ExtractionResult"
+    schema = request["response_format"]["json_schema"]["schema"]
+    assert schema["title"] == "ExtractionResult"
+    # the provider's grammar only lets the model name the taxonomy's aspects and domains
+    op = schema["$defs"]["MemoryOp"]["properties"]
+    assert op["aspect"]["anyOf"][0]["enum"] == list(taxonomy().aspects)
+    assert op["domains"]["items"]["enum"] == list(taxonomy().domains)
 
 
 def test_a_provider_without_json_schema_gets_json_mode(provider: tuple[Provider, str]) -> None:

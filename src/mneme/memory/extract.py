@@ -56,6 +56,9 @@ class Candidate:
     tentative: bool = False
     """Kept only if it revises a memory the user already has: a short update such as "Actually,
     just Bob is fine" says little alone, but a lot after "Call me Robert"."""
+    domains: tuple[str, ...] = ()
+    """The request domains it matters for, as an LLM extractor named them (the writer adds the
+    ones the domain classifier reads)."""
 
 
 COURIERS: dict[str, tuple[str, str]] = {

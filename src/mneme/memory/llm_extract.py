@@ -7,6 +7,11 @@ unknown number, a missing text or a memory written in another language than the 
 validation error. The first error is sent back to the model once; if the second reply fails
 too, `ExtractionFailed` is raised and the caller queues the input for a later retry, so a
 malformed reply never loses what the user said.
+
+Each memory also carries what the user model's read path needs: its `aspect` and `domains`
+(enums generated from `data/user_model.json`) and whether it is a hard `constraint`. A name
+outside the taxonomy is dropped, not retried (the memory is kept and the writer tags it as one
+without an aspect), so an off-list tag never costs a call or queues the turn.
 """
 
 from __future__ import annotations
@@ -17,16 +22,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, WithJsonSchema
 
 from mneme import prompts
 from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate
 from mneme.memory.gate import STATS
 from mneme.memory.record import Kind, MemoryRecord, lang_of
+from mneme.memory.usermodel.taxonomy import taxonomy
 
 log = logging.getLogger("mneme.extract")
 
@@ -38,6 +44,56 @@ _SUBJECT = re.compile(r"^[a-z][a-z0-9_]{0,40}(?::[\w-]{1,60})?$")
 _LANG_NAMES = {"zh": "Chinese", "en": "English"}
 _SCHEMA_REFUSED = re.compile(r"response_format|json_schema|structured output", re.I)
 """A provider's 400 that refuses the JSON-schema request itself (not, say, a context overflow)."""
+MAX_DOMAINS = 3
+"""At most this many request domains are kept per memory the model proposes."""
+
+ASPECTS = tuple(taxonomy().aspects)
+"""The aspect names the model may give (the user model's taxonomy, `data/user_model.json`)."""
+DOMAINS = tuple(taxonomy().domains)
+"""The request domain names the model may give."""
+
+
+def _name(raw: Any) -> str:
+    return re.sub(r"[\s-]+", "_", str(raw).strip().lower())
+
+
+def _known_aspect(raw: Any) -> str | None:
+    """An aspect the taxonomy knows, else None: an unknown one loses only the tag, not the memory.
+
+    The writer then tags the memory as it tags one without an aspect (`tag_aspect`).
+    """
+    if raw is None or raw == "":
+        return None
+    name = _name(raw)
+    if name in ASPECTS:
+        return name
+    log.info("mneme: the extractor gave an aspect outside the taxonomy (%r); dropped", raw)
+    return None
+
+
+def _known_domains(raw: Any) -> list[str]:
+    """The known domains of a reply's list (unknown ones and repeats dropped, at most `MAX_DOMAINS`)."""
+    items = [raw] if isinstance(raw, str) else raw if isinstance(raw, list | tuple) else []
+    names = [_name(d) for d in items if d is not None]
+    return list(dict.fromkeys(n for n in names if n in DOMAINS))[:MAX_DOMAINS]
+
+
+AspectName = Annotated[
+    str | None,
+    BeforeValidator(_known_aspect),
+    WithJsonSchema({"anyOf": [{"enum": list(ASPECTS), "type": "string"}, {"type": "null"}]}),
+]
+"""An aspect of the taxonomy or null (the JSON schema lists them; an unknown one reads as null)."""
+DomainNames = Annotated[
+    list[str],
+    BeforeValidator(_known_domains),
+    WithJsonSchema(
+        {"items": {"enum": list(DOMAINS), "type": "string"}, "maxItems": MAX_DOMAINS, "type": "array"}
+    ),
+]
+"""Request domains of the taxonomy (the JSON schema lists them; unknown ones are dropped)."""
+Flag = Annotated[bool, BeforeValidator(lambda raw: False if raw is None else raw)]
+"""A boolean where null reads as false."""
 
 
 class MemoryOp(BaseModel):
@@ -56,6 +112,12 @@ class MemoryOp(BaseModel):
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
     explicit: bool = True
     """The user said it (False: inferred)."""
+    aspect: AspectName = None
+    """What the memory says about the user (a taxonomy aspect); null for events, orders, others."""
+    constraint: Flag = False
+    """A hard limit (allergy, diet, health, boundary) rather than a like."""
+    domains: DomainNames = Field(default_factory=list)
+    """The kinds of request it matters for."""
 
 
 class ExtractionResult(BaseModel):
@@ -185,6 +247,10 @@ def parse(reply: str | ExtractionResult, refs: RefMap, lang: str) -> list[Candid
             raise ValueError(f"{where}: a profile memory needs a snake_case `subject`")
         if subject and not _SUBJECT.match(subject):
             raise ValueError(f"{where}: subject {subject!r} must be snake_case, like shipping_preference")
+        tax = taxonomy()
+        aspect = tax.by_subject(subject) or tax.aspect(op.aspect)  # a known field names its aspect
+        if aspect is not None and aspect.single and tax.by_subject(subject) is None:
+            subject = None  # keyed as the aspect's own field by the writer, whatever the model named it
         out.append(
             Candidate(
                 kind=op.kind,
@@ -195,6 +261,10 @@ def parse(reply: str | ExtractionResult, refs: RefMap, lang: str) -> list[Candid
                 action="correct" if op.op == "update" else "add",
                 target=target,
                 confirmed=op.explicit,
+                aspect=aspect.key if aspect else None,
+                constraint=op.constraint or (aspect is not None and aspect.constraint),
+                sensitivity=aspect.sensitivity if aspect else 0,
+                domains=tuple(op.domains),
             )
         )
     return out

@@ -462,7 +462,7 @@ class Writer:
             aspect=cand.aspect,
             constraint=cand.constraint,
             aspects=list(dict.fromkeys([cand.aspect, *cand.near])) if cand.aspect else [],
-            domains=item_domains(text) if cand.aspect else {},
+            domains=memory_domains(cand, text),
             created_at=now.isoformat(),
             updated_at=now.isoformat(),
             valid_from=now.isoformat(),
@@ -742,6 +742,26 @@ def keyed_by_aspect(cand: Candidate) -> Candidate:
     if aspect is None or not aspect.single or cand.subject is not None or cand.certainty < KEY_CERTAINTY:
         return cand
     return replace(cand, subject=aspect.subject, kind=aspect.kind)
+
+
+def memory_domains(cand: Candidate, text: str) -> dict[str, float]:
+    """The request domains a memory matters for (0..1 each, most likely first).
+
+    The domain classifier's reading of a user-model memory; where an LLM extractor named
+    domains too, half the weight is the classifier's (its reading normalized) and half is spread
+    evenly over the named ones, so a domain both name leads.
+    """
+    read = item_domains(text) if cand.aspect else {}
+    if not cand.domains:
+        return read
+    total = sum(read.values())
+    named = set(cand.domains)
+    mixed = {
+        key: (0.5 * read.get(key, 0.0) / total if total else 0.0)
+        + (0.5 if total else 1.0) * (key in named) / len(named)
+        for key in {**read, **dict.fromkeys(cand.domains)}
+    }
+    return {k: round(v, 3) for k, v in sorted(mixed.items(), key=lambda kv: -kv[1])}
 
 
 def _numbers(text: str) -> list[str]:
