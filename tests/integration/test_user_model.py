@@ -115,3 +115,32 @@ def test_a_changed_employer_city_or_courier_is_never_injected_in_its_old_value(h
         seen += injected(out) + [r["text"] for r in out["recaps"]]  # recaps quote their sessions
     assert not any(old in t for t in seen for old in ("阿里巴巴", "杭州", "顺丰", "吃素"))
     assert any("京东" in t for t in seen)
+
+
+ISSUE_PAIRS = [
+    ("我住在杭州西湖区", "我上个月搬到上海了", "杭州", "上海"),
+    ("我喜欢喝美式咖啡", "我最近戒咖啡了，改喝茶", "美式", "茶"),
+    ("我在阿里巴巴工作", "我跳槽去腾讯了", "阿里巴巴", "腾讯"),
+    ("麻烦以后都发顺丰", "改成发京东快递吧", "顺丰", "京东"),
+    ("我是素食者", "我现在开始吃肉了", "素食", "吃肉"),
+    ("I work at Google", "I just started a new job at Microsoft", "Google", "Microsoft"),
+    (
+        "I don't drink coffee",
+        "I've started drinking coffee in the mornings",
+        "don't drink",
+        "started drinking",
+    ),
+]
+
+
+def test_the_issues_statements_are_kept_and_its_changes_of_mind_leave_only_the_new_value(home: Path) -> None:
+    with Memory.open(home) as memory:
+        for text in ["我是做前端开发的", "我有一个三岁的女儿", "My daughter's birthday is on March 3rd"]:
+            assert [c.operation for c in memory.add(text, user_id="s")] == ["ADD"], text
+        for text in ["我的宠物狗叫旺财", "My favorite color is blue"]:
+            assert [c.operation for c in memory.add(text, user_id="s")] == ["ADD"], text
+        for i, (before, after, old, new) in enumerate(ISSUE_PAIRS):
+            memory.add(before, user_id=f"p{i}")
+            memory.add(after, user_id=f"p{i}")
+            current = [r.text for r in memory.get_all(user_id=f"p{i}")]
+            assert not any(old in t for t in current) and any(new in t for t in current), (after, current)
