@@ -297,6 +297,12 @@ def poisoning_reason(*texts: str | None) -> str | None:
     return None
 
 
+VERBATIM_THRESHOLD = 0.95
+"""A line of a verbatim text (a conversation kept as said) is replaced only at this score, or
+for a prompt's shape: such a line is material, shown as what was said, and the guard's false
+refusals at `THRESHOLD` took 6 of 276 ordinary lines of the Chinese multi-session set
+("你现在是老板了", "标准配置"), dropping its recall@10 from 0.98 to 0.93. Chosen on the tune half
+of the poisoning corpus (0 of 56 ordinary texts refused there; 71% of its attempts still are)."""
 NOT_KEPT = "[an instruction to the agent was not kept]"
 """What replaces a line a verbatim memory does not keep (`keep_lines`)."""
 _SPEAKER = re.compile(
@@ -328,7 +334,7 @@ def keep_lines(text: str) -> tuple[str, int, int]:
         said = [text]  # a message of one line, judged as written
     removed = 0
     for i, verdict in zip(filled, judge_all(said), strict=True):
-        if verdict.refused:
+        if verdict.refused and (verdict.signal == "shape" or verdict.score >= VERBATIM_THRESHOLD):
             m = _SPEAKER.match(lines[i])
             lines[i] = (lines[i][: m.end()] if m else "") + NOT_KEPT
             removed += 1
@@ -338,6 +344,7 @@ def keep_lines(text: str) -> tuple[str, int, int]:
 __all__ = [
     "NOT_KEPT",
     "THRESHOLD",
+    "VERBATIM_THRESHOLD",
     "Verdict",
     "judge",
     "judge_all",
