@@ -144,3 +144,12 @@ def test_the_issues_statements_are_kept_and_its_changes_of_mind_leave_only_the_n
             memory.add(after, user_id=f"p{i}")
             current = [r.text for r in memory.get_all(user_id=f"p{i}")]
             assert not any(old in t for t in current) and any(new in t for t in current), (after, current)
+
+
+def test_an_operators_correction_is_read_again_and_no_longer_binds(home: Path) -> None:
+    with Memory.open(home) as memory:
+        [change] = memory.add("我不吃辣", user_id="o")
+        assert memory.get(change.id or "", user_id="o").constraint
+        memory.update(change.id or "", "现在能吃辣了，越辣越好", user_id="o")
+        edited = memory.get(change.id or "", user_id="o")
+        assert edited.text == "现在能吃辣了，越辣越好" and not edited.constraint

@@ -274,6 +274,7 @@ class Writer:
                 }
             )
             new.model_post_init(None)
+            new = relabelled(new)
             old = record.model_copy(update={"invalid_at": now, "superseded_by": record.id})
             ops = [
                 self._history_op(ctx, record.id, "UPDATE", record.text, new.text, key=f"v{record.version}"),
@@ -730,6 +731,28 @@ class Writer:
                 )
             )
         return changes
+
+
+def relabelled(record: MemoryRecord) -> MemoryRecord:
+    """An edited user-model memory, labelled by what its new text says.
+
+    Its aspect, constraint and domains are read again ("不吃辣" corrected to "现在能吃辣了" is a
+    taste, no longer a limit). A keyed field keeps its aspect (its id is the aspect's), as does a memory outside the user
+    model or one whose new text is read with too little certainty.
+    """
+    if record.aspect is None or record.kind == "episodic":
+        return record
+    cand = tag_aspect(Candidate(kind=record.kind, text=record.text, evidence=record.text))
+    if cand.aspect is None or (record.subject is not None and cand.aspect != record.aspect):
+        return record
+    return record.model_copy(
+        update={
+            "aspect": cand.aspect,
+            "aspects": list(dict.fromkeys([cand.aspect, *cand.near])),
+            "constraint": cand.constraint,
+            "domains": item_domains(record.text),
+        }
+    )
 
 
 def keyed_by_aspect(cand: Candidate) -> Candidate:
