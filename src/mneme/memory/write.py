@@ -256,6 +256,8 @@ class Writer:
         if reason:
             self.refuse(text, reason, ctx)
             raise InputError(f"mneme: the new text was refused: {reason}")
+        # read the new text's labels before taking the user's lock: it embeds the text
+        labels = relabelled(record.model_copy(update={"text": red.text}))
         with user_lock(self.store, ctx.user_id):
             record = self._current(record, ctx)
             now = now_iso()
@@ -274,7 +276,9 @@ class Writer:
                 }
             )
             new.model_post_init(None)
-            new = relabelled(new)
+            new = new.model_copy(
+                update={k: getattr(labels, k) for k in ("aspect", "aspects", "constraint", "domains")}
+            )
             old = record.model_copy(update={"invalid_at": now, "superseded_by": record.id})
             ops = [
                 self._history_op(ctx, record.id, "UPDATE", record.text, new.text, key=f"v{record.version}"),
