@@ -7,8 +7,9 @@
   title and recap (`end_session` stores it). An item passes a door when nothing the home
   keeps for the user (memories, archive, history, session records) contains its value or its
   digits; a negative item passes when `save` stores it unchanged.
-- Poisoning: every message of `benchmarks/data/poisoning_corpus.json` through `save` and
-  `add` (and the guard itself); the share of attempts refused and of ordinary messages
+- Poisoning: every message of `benchmarks/data/poisoning_corpus.json` through `save`, `add`
+  and `add(infer=False)` (a line kept as said counts as refused when it is replaced), and the
+  guard itself; the share of attempts refused and of ordinary messages
   refused, per half. `--tune` prints the threshold sweep on the tune half only (how
   `guard.THRESHOLD` was chosen).
 - Forgetting: memories and conversations with marked words, then `delete` and `delete_all`;
@@ -280,6 +281,13 @@ def run_poisoning(items: list[dict[str, Any]]) -> dict[str, Any]:
         added = [
             any(c.operation == "REFUSE" for c in mem.add(t, user_id=f"a{k}")) for k, t in enumerate(texts)
         ]
+        verbatim = [  # kept as said (a chat app's write): refused whole, or the line replaced
+            any(
+                c.operation == "REFUSE" or guard.NOT_KEPT in c.text
+                for c in mem.add(t, user_id=f"v{k}", infer=False)
+            )
+            for k, t in enumerate(texts)
+        ]
         leaks = 0
         for k, item in enumerate(items):  # a REFUSE row never keeps the refused text
             if saved[k]:
@@ -287,6 +295,7 @@ def run_poisoning(items: list[dict[str, Any]]) -> dict[str, Any]:
                 leaks += int(any(item["text"][:12] in json.dumps(r, ensure_ascii=False) for r in rows))
     out["save"] = rates(items, saved)
     out["add"] = rates(items, added)
+    out["add(infer=False)"] = rates(items, verbatim)
     out["refuse_rows_quoting_the_text"] = leaks
     out["by_type"] = {s: by_type(items, saved, s) for s in SPLITS}
     out["missed_report"] = [

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mneme.classifier import Heads, unit
+from mneme.memory.redact import MARKER
 
 WEIGHTS = "guard"
 """`mneme/data/guard.npz`: the heads, trained by `python -m mneme.memory.guard_train`."""
@@ -187,19 +188,27 @@ def segments(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def pieces(text: str) -> tuple[list[str], bool]:
+def pieces(text: str, *, whole: bool = True) -> tuple[list[str], bool]:
     """What the classifier reads in a text, and whether the text holds a prompt block.
 
     The pieces are the text without its prompt blocks and quotations, whole and sentence by
-    sentence, also de-obfuscated.
+    sentence, also de-obfuscated; a redaction marker is read as the kind of value it
+    hides (its masked characters are not words). Without `whole`, a text of several sentences is read
+    sentence by sentence only (half the tokens to embed).
     """
+    text = MARKER.sub(r"[\1]", text)  # a masked value ("[ID ****002X]") is read as its kind
     block = any(rx.search(text) for rx in _BLOCKS)
     body = _QUOTE.sub("“…”", around_blocks(text) if block else text)
-    own = segments(body)
+    own = _without_whole(segments(body), whole)
     plain = deobfuscated(body)
     if plain != body:
-        own += [p for p in segments(plain) if p not in own]
+        own += [p for p in _without_whole(segments(plain), whole) if p not in own]
     return own, block
+
+
+def _without_whole(parts: list[str], whole: bool) -> list[str]:
+    """The segments of a text, less the whole text when it is read by its sentences instead."""
+    return parts if whole or len(parts) < 2 else parts[1:]
 
 
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -208,14 +217,16 @@ _cache_lock = threading.Lock()
 
 def vectors(texts: Sequence[str]) -> np.ndarray:
     """E5 query-side vectors of texts, minus the training centre (what the heads read)."""
-    from mneme.embeddings import LOCAL_DIMS, _local_model
+    from mneme.embeddings import LOCAL_DIMS, _local_model, _threads
 
     if not texts:
         return np.zeros((0, LOCAL_DIMS), dtype=np.float32)
     with _cache_lock:
         missing = sorted({t for t in texts if t not in _cache})
     if missing:
-        fresh = unit(_local_model().query(missing))
+        model = _local_model()
+        _threads(None)  # a batch of short pieces, on all the cores (as a search query is)
+        fresh = unit(model.query(missing))
         with _cache_lock:
             for text, vec in zip(missing, fresh, strict=True):
                 _cache[text] = vec
@@ -230,8 +241,14 @@ def vectors(texts: Sequence[str]) -> np.ndarray:
     return np.asarray(np.stack(rows) - centre, dtype=np.float32)
 
 
-def judge_all(texts: Sequence[str]) -> list[Verdict]:
-    """Judge several texts at once (their pieces are embedded in one batch)."""
+def judge_all(texts: Sequence[str], *, whole: bool = True) -> list[Verdict]:
+    """Judge several texts at once (their pieces are embedded in one batch).
+
+    Args:
+        texts: The texts.
+        whole: Also read a text of several sentences whole (an attempt spread over its
+            sentences); without it, each sentence is judged alone.
+    """
     out: list[Verdict | None] = [None] * len(texts)
     flat: list[str] = []
     owner: list[int] = []
@@ -243,7 +260,7 @@ def judge_all(texts: Sequence[str]) -> list[Verdict]:
         if any(rx.search(text) for rx in _ADDRESSES):
             out[i] = Verdict(refused=True, score=1.0, signal="shape", kind="an address to the agent")
             continue
-        own, block = pieces(text)
+        own, block = pieces(text, whole=whole)
         blocks[i] = block
         if block and len(re.sub(r"[\W_]+", "", around_blocks(text))) < MIN_AROUND:
             out[i] = Verdict(refused=True, score=1.0, signal="shape", kind="a prompt written out", block=True)
@@ -297,12 +314,14 @@ def poisoning_reason(*texts: str | None) -> str | None:
     return None
 
 
-VERBATIM_THRESHOLD = 0.95
+VERBATIM_THRESHOLD = 0.97
 """A line of a verbatim text (a conversation kept as said) is replaced only at this score, or
 for a prompt's shape: such a line is material, shown as what was said, and the guard's false
 refusals at `THRESHOLD` took 6 of 276 ordinary lines of the Chinese multi-session set
 ("你现在是老板了", "标准配置"), dropping its recall@10 from 0.98 to 0.93. Chosen on the tune half
-of the poisoning corpus (0 of 56 ordinary texts refused there; 71% of its attempts still are)."""
+of the poisoning corpus, read as verbatim lines are (sentence by sentence): the highest
+threshold step with none of its 56 ordinary texts refused (0.95 refused one); 66% of its
+attempts still are."""
 NOT_KEPT = "[an instruction to the agent was not kept]"
 """What replaces a line a verbatim memory does not keep (`keep_lines`)."""
 _SPEAKER = re.compile(
@@ -316,9 +335,10 @@ system or developer header is not a speaker."""
 def keep_lines(text: str) -> tuple[str, int, int]:
     """A verbatim text (a message, a conversation excerpt) without the lines that instruct the agent.
 
-    Each line is judged on what it says (the speaker's name in front is not part of it), and a
-    line that is an attempt is replaced by `NOT_KEPT`, so that the rest of a conversation stays
-    searchable.
+    Each line is judged on what it says (the speaker's name in front is not part of it),
+    sentence by sentence (not also whole: the write path of a chat app embeds every message,
+    and reading a line whole as well doubled the guard's tokens), and a line that is an
+    attempt is replaced by `NOT_KEPT`, so that the rest of a conversation stays searchable.
 
     Returns:
         The text to keep, how many lines were replaced, and how many non-empty lines there
@@ -333,7 +353,7 @@ def keep_lines(text: str) -> tuple[str, int, int]:
     if len(filled) == 1 and said[0] == lines[filled[0]]:
         said = [text]  # a message of one line, judged as written
     removed = 0
-    for i, verdict in zip(filled, judge_all(said), strict=True):
+    for i, verdict in zip(filled, judge_all(said, whole=False), strict=True):
         if verdict.refused and (verdict.signal == "shape" or verdict.score >= VERBATIM_THRESHOLD):
             m = _SPEAKER.match(lines[i])
             lines[i] = (lines[i][: m.end()] if m else "") + NOT_KEPT
