@@ -1,7 +1,8 @@
 """Hostile input: personal data masked on every write path, poisoning refused, forgetting complete (issue 14).
 
 - Personal data: every item of `benchmarks/data/pii_corpus.json` (written by an independent
-  author; `tune` and `report` halves) goes through each door on a real embedded home (local
+  author; `tune` and `report` halves, then `fresh` items by another author, the held-out half
+  since `report`'s misses were used) goes through each door on a real embedded home (local
   embeddings, Chroma on disk): `save`, `add` (extracted), `add(infer=False)`, `update`,
   import, metadata values, `session_id`, REST `POST`, MCP `save_memory`, and a session's
   title and recap (`end_session` stores it). An item passes a door when nothing the home
@@ -44,6 +45,9 @@ from mneme.errors import MnemeError
 PII = ROOT / "benchmarks" / "data" / "pii_corpus.json"
 POISONING = ROOT / "benchmarks" / "data" / "poisoning_corpus.json"
 SPLITS = ("tune", "report")
+PII_SPLITS = (*SPLITS, "fresh")
+"""The PII corpus's halves: `report`'s misses were used to generalize the recognizers, so the
+later `fresh` items (another author, who read none of mneme) are its held-out half now."""
 REFUSED_ON_SAVE: list[str] = []
 """Users whose item `save` refused (poisoning guard): masked because not stored at all."""
 
@@ -172,7 +176,7 @@ def run_pii(items: list[dict[str, Any]]) -> dict[str, Any]:
         with Memory.open(home) as mem:
             doors = pii_doors(mem, home)
             for d, (door, enter) in enumerate(doors.items()):
-                per: dict[str, list[int]] = {s: [0, 0] for s in SPLITS}
+                per: dict[str, list[int]] = {s: [0, 0] for s in PII_SPLITS}
                 for k, item in enumerate(i for i in items if i["personal"]):
                     user = f"p{k}-d{d}"
                     enter(item["text"], user)
@@ -180,7 +184,7 @@ def run_pii(items: list[dict[str, Any]]) -> dict[str, Any]:
                     per[item["split"]][0] += int(ok)
                     per[item["split"]][1] += 1
                     if door == "save":
-                        fmt = out["formats"].setdefault(item["format"], {s: [0, 0] for s in SPLITS})
+                        fmt = out["formats"].setdefault(item["format"], {s: [0, 0] for s in PII_SPLITS})
                         fmt[item["split"]][0] += int(ok)
                         fmt[item["split"]][1] += 1
                         if not ok:
@@ -191,8 +195,8 @@ def run_pii(items: list[dict[str, Any]]) -> dict[str, Any]:
                     s: {"masked": a, "of": n, "share": round(a / n, 4)} for s, (a, n) in per.items()
                 }
                 print(f"{door:24} " + "  ".join(f"{s} {a}/{n}" for s, (a, n) in per.items()), flush=True)
-            neg: dict[str, list[int]] = {s: [0, 0] for s in SPLITS}
-            refused: dict[str, int] = dict.fromkeys(SPLITS, 0)
+            neg: dict[str, list[int]] = {s: [0, 0] for s in PII_SPLITS}
+            refused: dict[str, int] = dict.fromkeys(PII_SPLITS, 0)
             for k, item in enumerate(i for i in items if not i["personal"]):
                 change = mem.save(item["text"], user_id=f"n{k}")
                 refused[item["split"]] += int(change.operation == "REFUSE")
@@ -205,7 +209,7 @@ def run_pii(items: list[dict[str, Any]]) -> dict[str, Any]:
             }
             out["refused"] = refused
     for fmt in out["formats"].values():
-        for s in SPLITS:
+        for s in PII_SPLITS:
             a, n = fmt[s]
             fmt[s] = {"masked": a, "of": n}
     core = [f for f in out["formats"] if f.startswith(("cn_id", "bank_card"))]
@@ -215,7 +219,7 @@ def run_pii(items: list[dict[str, Any]]) -> dict[str, Any]:
             / max(1, sum(out["formats"][f][s]["of"] for f in core)),
             4,
         )
-        for s in SPLITS
+        for s in PII_SPLITS
     }
     out["seconds"] = round(time.perf_counter() - t0, 1)
     out["load_average"] = {"start": load_start, "end": load_avg()}

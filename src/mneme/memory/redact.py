@@ -216,7 +216,8 @@ _NUM = re.compile(
 
 _CTX_PHONE = re.compile(
     r"(电话|手机|座机|联系方式|致电|打给|打我|微信|whatsapp|signal|telegram|"
-    r"\bphone|\btel\b|\bmobile|\bcell\b|\bcall|\btext me|\bfax|\breach me)",
+    r"\bphone|\btel\b|\bmobile|\bcell\b|\bcall|\btext me|\bfax|\breach me|号码|"
+    r"\b(?:my|new|your|his|her|our|their)\s+(?:new\s+|contact\s+|home\s+|work\s+)?number\b)",
     re.I,
 )
 _CTX_CARD = re.compile(
@@ -232,8 +233,14 @@ _CTX_BIRTH = re.compile(r"(生日|出生|生于|\bDOB\b|D\.O\.B|date of birth|bi
 _CONTEXT_CHARS = 24
 """A word that names a number counts when it ends at most this many characters before it."""
 
-_PASSPORT_CN = re.compile(r"(?<![0-9A-Za-z])(?:[EG]\d{8}|E[A-HJ-NP-Z]\d{7}|[DSP]E?\d{7})(?![0-9A-Za-z])")
-_LICENCE_CTX = re.compile(r"(?<![0-9A-Za-z])[A-Z]{0,2}\d{6,14}(?![0-9A-Za-z])")
+_PASSPORT_CN = re.compile(
+    r"(?<![0-9A-Za-z])(?:[EG](?:[\s-]?\d{4}[\s-]?\d{4})|E[A-HJ-NP-Z]\d{7}|[DSP]E?\d{7})(?![0-9A-Za-z])"
+)
+"""A Chinese passport number (`E12345678`, also written in groups: `E 1234 5678`)."""
+_LICENCE_CTX = re.compile(
+    r"(?<![0-9A-Za-z])[A-Z]{0,2}(?:\d{6,14}|\d{3,5}(?:[\s-]\d{3,5}){1,3})(?![0-9A-Za-z])"
+)
+"""A licence number after a word naming it, in one piece or in groups (`123 456 789`)."""
 _PLATE = re.compile(
     r"[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼][A-HJ-NP-Z][\s.-]?[A-HJ-NP-Z0-9]{5,6}(?![0-9A-Za-z])"
 )
@@ -273,9 +280,11 @@ _ZH_COMPOUND = rf"[{_CJK}A-Za-z0-9]{{2,12}}?(?:{_COMPOUND_SUFFIX})"
 _ZH_PART = (
     r"(?:\d+|[A-Za-z]|[一二三四五六七八九十]+)\s*(?:号楼|號樓|栋|棟|幢|座|单元|單元|层|楼|樓|室|房|户|號|号)"
 )
+_ZH_SECTION = r"(?:[一二三四五六七八九十\d]{1,3}\s*(?:区|區|期|组团|組團|街区))"
+"""A section of a housing estate (`翠苑一区`, `二期`), between its name and the building."""
 _ZH_ROOM = r"(?:\d{1,4}(?:-\d{1,4}){1,3}|[A-Za-z]?\d{2,5}(?:室|房)?)(?![\d-])"
 _ZH_ADDRESS = re.compile(
-    rf"(?:{_ZH_ROAD}|{_ZH_COMPOUND}\s*{_ZH_PART}|门牌号?\s*[:：是为]?\s*\d+\s*(?:号|號)?)"
+    rf"(?:{_ZH_ROAD}|{_ZH_COMPOUND}\s*{_ZH_SECTION}?\s*{_ZH_PART}|门牌号?\s*[:：是为]?\s*\d+\s*(?:号|號)?)"
     rf"(?:[\s,，、-]*(?:{_ZH_PART}|{_ZH_ROOM}|{_ZH_COMPOUND}(?=\s*[0-9A-Za-z一二三四五六七八九十])))*"
 )
 _ZH_SUFFIX = re.compile(rf"(?:{_ROAD_SUFFIX}|{_COMPOUND_SUFFIX}|门牌)")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from contextlib import AbstractContextManager
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -53,6 +54,9 @@ OUTDATED = "outdated"
 
 _ID_NS = uuid.UUID("6d6e656d-6500-4000-8000-6d656d6f7279")
 
+_PREFETCH = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mneme-prefetch")
+"""Embeds verbatim texts for the store while the guard reads them (`Writer.add_verbatim`)."""
+
 DUPLICATE_RELEVANCE = 0.5
 """Calibrated relevance (see `Calibrator`) a memory needs to be called a duplicate of a
 candidate that differs from it only in filler words (`filler_only_difference`)."""
@@ -74,6 +78,12 @@ in place) only when the classifier is at least this sure of the aspect: a misrea
 overwrite a field it has nothing to do with."""
 DATA_SUBJECTS = {"phone": "phone", "email": "email"}
 """Profile fields that are nothing but one kind of personal data."""
+
+
+def wait_quietly(future: Future[Any]) -> None:
+    """Wait for work done ahead of time; its failure is left to whoever does the work again."""
+    with suppress(Exception):  # the store embeds again, and raises then
+        future.result()
 
 
 def user_lock(store: BaseStore, user_id: str) -> AbstractContextManager[None]:
@@ -181,10 +191,11 @@ class Writer:
         ops: list[PutOp] = []
         changes: list[MemoryChange] = []
         ctx = ctx.screened()
+        redacted = [redact(text, ctx.policy) for text, _ in texts]
+        prefetch = self._prefetch([red.text for red in redacted if not red.drop])
         with user_lock(self.store, ctx.user_id):
             self._maybe_sweep(ctx.user_id)
-            for i, (text, extra) in enumerate(texts):
-                red = redact(text, ctx.policy)
+            for i, ((text, extra), red) in enumerate(zip(texts, redacted, strict=True)):
                 if red.drop and only_markers(red.text):
                     changes.append(self._refuse(ctx, text, "redaction policy drops this data", ops))
                     continue
@@ -229,8 +240,22 @@ class Writer:
                 )
                 ops += self._put_ops(record)
                 changes.append(MemoryChange(operation="ADD", id=record.id, text=record.text, kind="episodic"))
+            if prefetch is not None:
+                wait_quietly(prefetch)  # the store finds the vectors computed
             self.repo.apply(ops)
         return changes
+
+    def _prefetch(self, texts: list[str]) -> Future[Any] | None:
+        """Start embedding texts as the store will (its own embeddings, whose cache keeps them).
+
+        The guard embeds the same texts meanwhile (query side, sentence by sentence): on two
+        cores the two run side by side instead of one after the other. A text the guard
+        changes is embedded again by the store.
+        """
+        embeddings = getattr(self.store, "embeddings", None)
+        if embeddings is None or not texts:
+            return None
+        return _PREFETCH.submit(embeddings.embed_documents, texts)
 
     def refuse(self, text: str, reason: str, ctx: WriteContext) -> MemoryChange:
         """Record that a text was not stored (poisoning attempt, policy), without its content."""
