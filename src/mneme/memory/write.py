@@ -246,15 +246,17 @@ class Writer:
         return changes
 
     def _prefetch(self, texts: list[str]) -> Future[Any] | None:
-        """Start embedding texts as the store will (its own embeddings, whose cache keeps them).
+        """Start embedding texts as the store will (the bundled model, whose cache keeps them).
 
         The guard embeds the same texts meanwhile (query side, sentence by sentence): on two
         cores the two run side by side instead of one after the other. A text the guard
         changes is embedded again by the store.
         """
+        from mneme.embeddings import LocalEmbeddings
+
         embeddings = getattr(self.store, "embeddings", None)
-        if embeddings is None or not texts:
-            return None
+        if not isinstance(embeddings, LocalEmbeddings) or not texts:
+            return None  # other embeddings keep no vectors: the store would pay for them twice
         return _PREFETCH.submit(embeddings.embed_documents, texts)
 
     def refuse(self, text: str, reason: str, ctx: WriteContext) -> MemoryChange:
