@@ -1,0 +1,27 @@
+"""What the offline reader keeps of a message: whole thoughts, not pieces that make no sense alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from mneme.memory.usermodel.statements import read_message
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [
+        ("我有哮喘，跑步跑快了就喘不上气。", "health"),
+        ("我养了只布偶猫，出远门得找人喂。", "pet"),
+    ],
+)
+def test_a_piece_that_leans_on_the_rest_stays_with_it(text: str, aspect: str) -> None:
+    # "跑步跑快了就喘不上气" alone would tell a later answer nothing about asthma
+    [cand] = [c for c in read_message(text) if c.aspect]
+    assert cand.text == text and cand.aspect == aspect
+
+
+def test_unrelated_statements_in_one_clause_are_kept_apart() -> None:
+    cands = read_message("我住在成都高新区，我不吃香菜。")
+    by_aspect = {c.aspect: c.text for c in cands}
+    assert "成都高新区" in by_aspect["residence"] and "香菜" not in by_aspect["residence"]
+    assert "香菜" in by_aspect["food"]
