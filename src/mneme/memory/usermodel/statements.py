@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from mneme.memory.extract import Candidate, clauses, extract, segments
+from mneme.memory.gist import filler_only_difference
 from mneme.memory.usermodel.heads import Reading, read_statements
 from mneme.memory.usermodel.taxonomy import taxonomy
 
@@ -29,6 +30,10 @@ SEPARATE_ASPECT = 0.5
 """Each piece of a clause needs at least this aspect probability to be kept on its own
 (`separate`; chosen on the tune halves: below it, 21 of 22 split clauses of the Chinese
 preference set's tune half had a piece that made no sense alone)."""
+CONTEXT_CHARS = 80
+"""A like or dislike a rule read is kept with its clause (`in_context`) up to this length..."""
+CONTEXT_MORE = 4
+"""...when the clause says at least this many characters more than the rule's match."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 
@@ -183,7 +188,18 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
             continue
         if mine:
             used.update(mine)
-            out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
+            apart = separate(
+                [read[s] for s in pieces[clause] if s in read and read[s].memorable >= MEMORABLE]
+            )
+            if len(mine) == 1 and not apart and in_context(ruled[mine[0]], clause):
+                rule = ruled[mine[0]]
+                own = read.get(rule.evidence or "")
+                cand = _tagged(replace(rule, text=clause.strip(), evidence=clause), reading)
+                if own is not None and own.constraint >= CONSTRAINT:  # "我不吃辣" is, whatever follows
+                    cand = replace(cand, constraint=True)
+                out.append(cand)
+            else:
+                out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
             if all(ruled[i].kind == "episodic" for i in mine) and _changes_a_field(reading, clause):
                 new.append(_new_candidate(reading))
             continue
@@ -210,6 +226,29 @@ def separate(pieces: list[Reading]) -> bool:
     return len({tax.aspects[p.aspect].area for p in pieces}) >= 2
 
 
+def in_context(cand: Candidate, clause: str) -> bool:
+    """Whether a like, dislike or allergy a rule read is better kept as the user said it.
+
+    A rule keeps its object ("喜欢慢节奏" from "出门我喜欢慢节奏，一天顶多逛两个地方"); when the
+    clause says more around it (where, why, what follows), the whole clause is the memory, so
+    that a later answer sees the circumstances, and its aspect is read from all of it. (Not
+    when the rest is a statement of its own, `separate`: "我的邮箱是…，我不吃辣".)
+    """
+    said = clause.strip()
+    return (
+        cand.subject is None
+        and cand.kind == "semantic"
+        and bool({"preference", "health"} & set(cand.tags))
+        and cand.action in ("add", "correct")
+        and len(said) <= CONTEXT_CHARS
+        and bool(cand.evidence)
+        and len(said) > len(cand.evidence or "") + CONTEXT_MORE
+        and not filler_only_difference(cand.evidence or "", said)  # "Actually, I now prefer…"
+        and not is_question(said)
+        and not about_someone_else(said)
+    )
+
+
 def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Candidate]:
     """The statements of a clause no rule read.
 
@@ -219,7 +258,7 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     kept = [p for p in parts if p.memorable >= MEMORABLE and not is_question(p.text)]
     if separate(kept):
         return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
-    if reading.memorable >= MEMORABLE:
+    if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
         return [_new_candidate(reading)]
     if reading.memorable >= TENTATIVE and reading.change >= REVISES and not adds_to(clause):
         return [_new_candidate(reading, tentative=True)]
