@@ -128,8 +128,9 @@ def binding(hit: MemoryHit, score: float, touch: Touch) -> bool:
     Any of the constraint's aspects counts fully ("不吃辣" is a taste and a diet; a restaurant
     touches diets first).
     """
-    reach = max((touch.aspects.get(a, 0.0) for a in hit.aspects or [hit.aspect or ""]), default=0.0)
-    return hit.constraint and score >= CONSTRAINT_MIN and reach >= CONSTRAINT_TOUCH
+    return (
+        hit.constraint and score >= CONSTRAINT_MIN and touch_weight(hit, touch, near=1.0) >= CONSTRAINT_TOUCH
+    )
 
 
 def score_of(hit: MemoryHit, touch: Touch) -> float:
@@ -141,10 +142,16 @@ def score_of(hit: MemoryHit, touch: Touch) -> float:
     )
 
 
-def touch_weight(hit: MemoryHit, touch: Touch) -> float:
-    """How much a request touches a memory: the best of its aspects (its main one counts fully)."""
+def touch_weight(hit: MemoryHit, touch: Touch, near: float = NEAR_WEIGHT) -> float:
+    """How much a request touches a memory: the best of its aspects.
+
+    Args:
+        hit: The memory.
+        touch: What the request touches.
+        near: What a memory's other likely aspects count, against its main one's 1.0.
+    """
     aspects = hit.aspects or ([hit.aspect] if hit.aspect else [])
     return max(
-        (touch.aspects.get(a, 0.0) * (1.0 if i == 0 else NEAR_WEIGHT) for i, a in enumerate(aspects)),
+        (touch.aspects.get(a, 0.0) * (1.0 if i == 0 else near) for i, a in enumerate(aspects)),
         default=0.0,
     )
