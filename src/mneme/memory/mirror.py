@@ -63,6 +63,15 @@ def base_store(store: BaseStore) -> BaseStore:
     return store
 
 
+def filters_on_sets(store: BaseStore) -> bool:
+    """Whether a store filters on `$in` / `$nin` itself.
+
+    mneme's stores do (they also rank with `nearest`); LangGraph's in-memory and SQLite stores
+    do not.
+    """
+    return callable(getattr(base_store(store), "nearest", None))
+
+
 def space_namespace(user_id: str, space: str) -> tuple[str, ...]:
     """The store namespace of one space of a user."""
     if space == "archive":

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
-from mneme.memory.mirror import base_store
+from mneme.memory.mirror import filters_on_sets
 from mneme.memory.record import (
     ARCHIVE,
     EXPIRY,
@@ -116,7 +116,7 @@ class Repo:
 
     def _search_all(self, ops: list[SearchOp]) -> list[list[SearchItem]]:
         """Run search ops in one batch, spelling out `$in` filters for stores without them."""
-        if callable(getattr(base_store(self.store), "nearest", None)):  # mneme's stores: `$in` works
+        if filters_on_sets(self.store):
             return [cast("list[SearchItem]", r or []) for r in self.store.batch(ops)]
         plan: list[list[int]] = []
         flat: list[SearchOp] = []

@@ -35,7 +35,14 @@ from langgraph.store.base import BaseStore, GetOp, Item, SearchItem, SearchOp
 
 from mneme.memory.dates import asks_present, periods
 from mneme.memory.lexical import SPACES, Doc, LexicalIndex, check_filters, doc_allowed
-from mneme.memory.mirror import base_store, index_lock, lexical_index, repair, space_namespace
+from mneme.memory.mirror import (
+    base_store,
+    filters_on_sets,
+    index_lock,
+    lexical_index,
+    repair,
+    space_namespace,
+)
 from mneme.memory.rank import QueryEvidence, Ranking, rank
 from mneme.memory.record import Kind, MemoryHit, MemoryRecord
 from mneme.memory.repo import KINDS
@@ -265,7 +272,7 @@ def _dense(
     """
     nearest = getattr(base_store(store), "nearest", None)
     fast = callable(nearest) and "archive" not in spaces
-    by_ids = callable(nearest)  # mneme's Chroma store filters on `$in` / `$nin`; LangGraph's stores do not
+    by_ids = filters_on_sets(store)
     ops: list[SearchOp] = []
     exact: dict[int, list[str]] = {}
     n = index.n
