@@ -188,10 +188,8 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
             continue
         if mine:
             used.update(mine)
-            apart = separate(
-                [read[s] for s in pieces[clause] if s in read and read[s].memorable >= MEMORABLE]
-            )
-            if len(mine) == 1 and not apart and in_context(ruled[mine[0]], clause):
+            parts_read = [read[s] for s in pieces[clause] if s in read]
+            if len(mine) == 1 and in_context(ruled[mine[0]], clause) and not separate(memorable(parts_read)):
                 rule = ruled[mine[0]]
                 own = read.get(rule.evidence or "")
                 cand = _tagged(replace(rule, text=clause.strip(), evidence=clause), reading)
@@ -209,6 +207,11 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return out + _merge(new, zh)
+
+
+def memorable(pieces: list[Reading]) -> list[Reading]:
+    """The pieces of a clause worth keeping on their own terms (no questions)."""
+    return [p for p in pieces if p.memorable >= MEMORABLE and not is_question(p.text)]
 
 
 def separate(pieces: list[Reading]) -> bool:
@@ -234,16 +237,16 @@ def in_context(cand: Candidate, clause: str) -> bool:
     that a later answer sees the circumstances, and its aspect is read from all of it. (Not
     when the rest is a statement of its own, `separate`: "我的邮箱是…，我不吃辣".)
     """
-    said = clause.strip()
+    said, evidence = clause.strip(), cand.evidence or ""
     return (
         cand.subject is None
         and cand.kind == "semantic"
         and bool({"preference", "health"} & set(cand.tags))
         and cand.action in ("add", "correct")
         and len(said) <= CONTEXT_CHARS
-        and bool(cand.evidence)
-        and len(said) > len(cand.evidence or "") + CONTEXT_MORE
-        and not filler_only_difference(cand.evidence or "", said)  # "Actually, I now prefer…"
+        and bool(evidence)
+        and len(said) > len(evidence) + CONTEXT_MORE
+        and not filler_only_difference(evidence, said)  # "Actually, I now prefer…"
         and not is_question(said)
         and not about_someone_else(said)
     )
@@ -255,7 +258,7 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     One, or one per piece when its pieces say different things (`separate`); a piece that
     only explains ("吃了会起疹子") stays with the clause.
     """
-    kept = [p for p in parts if p.memorable >= MEMORABLE and not is_question(p.text)]
+    kept = memorable(parts)
     if separate(kept):
         return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
     if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
