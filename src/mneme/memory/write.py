@@ -27,6 +27,7 @@ from mneme.memory.extract import Candidate, subject_of_topic
 from mneme.memory.forget import scrub_store
 from mneme.memory.gist import filler_only_difference, polarity, same_object
 from mneme.memory.guard import keep_lines, poisoning_reason
+from mneme.memory.mirror import base_store
 from mneme.memory.record import (
     ARCHIVE,
     HistoryEntry,
@@ -254,7 +255,7 @@ class Writer:
         """
         from mneme.embeddings import LocalEmbeddings
 
-        embeddings = getattr(self.store, "embeddings", None)
+        embeddings = getattr(base_store(self.store), "embeddings", None)  # under LangGraph's wrappers
         if not isinstance(embeddings, LocalEmbeddings) or not texts:
             return None  # other embeddings keep no vectors: the store would pay for them twice
         return _PREFETCH.submit(embeddings.embed_documents, texts)
