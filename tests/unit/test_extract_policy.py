@@ -116,3 +116,20 @@ def test_poisoning_is_detected(text: str) -> None:
 @pytest.mark.parametrize("text", ["我是一名管理学老师", "I manage a small team", "我不喜欢规则太多的游戏"])
 def test_ordinary_statements_are_not_poisoning(text: str) -> None:
     assert poisoning_reason(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My Chinese ID number is 4403 0519 9003 0712 36.",
+        "My card number is 4111-1111-1111-1111.",
+        "My order number is 20240315008812 and it hasn't shipped yet.",
+    ],
+)
+def test_an_id_a_card_or_an_order_number_is_never_kept_as_a_phone(text: str) -> None:
+    assert not [c for c in extract(text, now=NOW) if c.subject == "phone"]
+
+
+def test_a_phone_is_kept_as_written_with_the_redactor_reading_it() -> None:
+    [phone] = [c for c in extract("You can reach me at +1 415 555 0199", now=NOW) if c.subject == "phone"]
+    assert phone.value == "+1 415 555 0199"

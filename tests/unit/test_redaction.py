@@ -37,6 +37,13 @@ MASKED = [
     ("我住在杭州市西湖区文三路478号华星时代广场A座1202室", "address", "文三路478号"),
     ("家住阳光花园小区3栋2单元501", "address", "3栋2单元"),
     ("I live at 221B Baker Street, Apt 4, London", "address", "Baker Street"),
+    ("new number for me: 4155550187", "phone", "4155550187"),  # named only by "my/new number"
+    ("您好，我的号码 02087654321", "phone", "87654321"),
+    ("passport G 3312 0457 for the visa", "passport", "3312 0457"),  # grouped
+    ("his DL number 987 654 321 expired", "passport", "654 321"),
+    ("My driving licence number is HARRI751123JP4AB", "passport", "751123"),  # a UK licence
+    ("寄到西溪花园三期7幢2单元1101室", "address", "7幢2单元1101"),  # an estate's section
+    ("送到文一路99号紫金花园二期5栋302", "address", "5栋302"),  # a road, then an estate
 ]
 
 
@@ -67,6 +74,9 @@ def test_personal_data_is_masked_in_every_written_form(text: str, kind: str, sec
         "I work at amazon.com",
         "转账 ¥12345678",
         "会议 10:30 开始，3 个人",
+        "my order number is 20240315008812",  # "my … number", but an order
+        "我住在三区，离地铁近",  # a section without a building
+        "software licence number 2024 renewal",
     ],
 )
 def test_ordinary_numbers_and_places_are_left_as_they_are(text: str) -> None:

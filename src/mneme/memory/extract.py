@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from mneme.memory.record import Kind
+from mneme.memory.redact import values_in
 from mneme.memory.when import EN_TIME, ZH_TIME, resolve
 
 Action = Literal["add", "correct", "forget"]
@@ -816,10 +817,6 @@ def _location(clause: str, now: datetime) -> list[Candidate]:
     return out
 
 
-_PHONE = re.compile(r"(?<!\d)(?:\+?86[- ]?)?1[3-9]\d{9}(?!\d)|(?<!\d)\+?\d[\d -]{7,14}\d(?!\d)")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-
-
 def _contact(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     mine = re.search(
@@ -830,28 +827,28 @@ def _contact(clause: str, now: datetime) -> list[Candidate]:
     if not mine:
         return out
     zh = is_chinese(clause)
-    if (m := _EMAIL.search(clause)) and re.search(r"邮箱|邮件|e-?mail|mail|reach|contact", clause, re.I):
+    emails = values_in(clause, "email")
+    if emails and re.search(r"邮箱|邮件|e-?mail|mail|reach|contact", clause, re.I):
         out.append(
             Candidate(
                 "profile",
-                f"邮箱：{m.group(0)}" if zh else f"Email: {m.group(0)}",
+                f"邮箱：{emails[0]}" if zh else f"Email: {emails[0]}",
                 subject="email",
-                value=m.group(0),
+                value=emails[0],
                 importance=0.6,
                 sensitivity=1,
                 evidence=clause,
                 tags=["contact"],
             )
         )
-    if (m := _PHONE.search(clause)) and re.search(
-        r"手机|电话|号码|phone|number|cell|mobile|call|text|reach", clause, re.I
-    ):
+    phones = values_in(clause, "phone")  # the redactor's reading: not an ID, a card or an order
+    if phones and re.search(r"手机|电话|号码|phone|number|cell|mobile|call|text|reach", clause, re.I):
         out.append(
             Candidate(
                 "profile",
-                f"电话：{m.group(0)}" if zh else f"Phone: {m.group(0)}",
+                f"电话：{phones[0]}" if zh else f"Phone: {phones[0]}",
                 subject="phone",
-                value=m.group(0),
+                value=phones[0],
                 importance=0.6,
                 sensitivity=1,
                 evidence=clause,

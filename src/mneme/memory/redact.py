@@ -228,7 +228,9 @@ _CTX_ORDER = re.compile(
 )
 _CTX_ID = re.compile(r"(身份证|证件号|身份号|\bID\b|\bidentity|\bSSN\b|social security|\bnational id)", re.I)
 _CTX_PASSPORT = re.compile(r"(护照|passport)", re.I)
-_CTX_LICENCE = re.compile(r"(驾照|驾驶证|driver'?s? licen[cs]e|driving licen[cs]e|\bDL\b)", re.I)
+_CTX_LICENCE = re.compile(
+    r"(驾照|驾驶证|driver'?s? licen[cs]e|driving licen[cs]e|licen[cs]e\s*(?:no\b|number|#)|\bDL\b)", re.I
+)
 _CTX_BIRTH = re.compile(r"(生日|出生|生于|\bDOB\b|D\.O\.B|date of birth|birthday|\bborn\b)", re.I)
 _CONTEXT_CHARS = 24
 """A word that names a number counts when it ends at most this many characters before it."""
@@ -238,9 +240,11 @@ _PASSPORT_CN = re.compile(
 )
 """A Chinese passport number (`E12345678`, also written in groups: `E 1234 5678`)."""
 _LICENCE_CTX = re.compile(
-    r"(?<![0-9A-Za-z])[A-Z]{0,2}(?:\d{6,14}|\d{3,5}(?:[\s-]\d{3,5}){1,3})(?![0-9A-Za-z])"
+    r"(?<![0-9A-Za-z])(?:[A-Z]{0,2}(?:\d{6,14}|\d{3,5}(?:[\s-]\d{3,5}){1,3})"
+    r"|(?=(?:[A-Z]*\d){4})[A-Z0-9]{10,18})(?![0-9A-Za-z])"
 )
-"""A licence number after a word naming it, in one piece or in groups (`123 456 789`)."""
+"""A licence number after a word naming it, in one piece or in groups (`123 456 789`), or
+letters and digits mixed as in a UK licence (`MORGA657054SM9IJ`)."""
 _PLATE = re.compile(
     r"[京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼][A-HJ-NP-Z][\s.-]?[A-HJ-NP-Z0-9]{5,6}(?![0-9A-Za-z])"
 )
@@ -285,7 +289,7 @@ _ZH_SECTION = r"(?:[一二三四五六七八九十\d]{1,3}\s*(?:区|區|期|组�
 _ZH_ROOM = r"(?:\d{1,4}(?:-\d{1,4}){1,3}|[A-Za-z]?\d{2,5}(?:室|房)?)(?![\d-])"
 _ZH_ADDRESS = re.compile(
     rf"(?:{_ZH_ROAD}|{_ZH_COMPOUND}\s*{_ZH_SECTION}?\s*{_ZH_PART}|门牌号?\s*[:：是为]?\s*\d+\s*(?:号|號)?)"
-    rf"(?:[\s,，、-]*(?:{_ZH_PART}|{_ZH_ROOM}|{_ZH_COMPOUND}(?=\s*[0-9A-Za-z一二三四五六七八九十])))*"
+    rf"(?:[\s,，、-]*(?:{_ZH_SECTION}|{_ZH_PART}|{_ZH_ROOM}|{_ZH_COMPOUND}(?=\s*[0-9A-Za-z一二三四五六七八九十])))*"
 )
 _ZH_SUFFIX = re.compile(rf"(?:{_ROAD_SUFFIX}|{_COMPOUND_SUFFIX}|门牌)")
 _ZH_STOP = re.compile(
@@ -637,6 +641,23 @@ def only_markers(text: str) -> bool:
         rest,
     )
     return not rest.strip()
+
+
+def values_in(text: str, kind: str) -> list[str]:
+    """The values of one kind of personal data in a text, as written there (`detect`'s reading).
+
+    The extractor reads a phone or an e-mail to keep as a profile field with this, so that it
+    never calls an ID, a card or an order number a phone.
+    """
+    if not text.strip():
+        return []
+    view = _View.of(text)
+    out = []
+    for found in detect(view.text):
+        if found.kind == kind:
+            start, end = view.span(found.start, found.end)
+            out.append(text[start:end])
+    return out
 
 
 def kinds_in(text: str) -> list[str]:
