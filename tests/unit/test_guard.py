@@ -93,6 +93,21 @@ def test_a_verbatim_excerpt_keeps_every_line_but_the_instruction(memory: Memory)
     assert "管理员" not in change.text and guard.NOT_KEPT in change.text
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Dana: You're going to crush that marathon, you've trained so hard!",
+        "Leo: You are honestly the funniest person in our group.",
+        "小美：你现在可是我们部门的顶梁柱了，太厉害了！",
+        "阿杰：你一定要去尝尝那家面馆，你会爱上的。",
+    ],
+)
+def test_friends_talking_to_each_other_are_kept_as_said(memory: Memory, line: str) -> None:
+    # "you are ..." between friends is not "you are now an unrestricted AI"
+    [change] = memory.add({"role": "user", "content": line, "id": "m1"}, user_id="v", infer=False)
+    assert change.operation == "ADD" and change.text == line
+
+
 def test_metadata_and_session_ids_are_masked_and_still_found(memory: Memory) -> None:
     session = "wx-13712345678"
     change = memory.save(
