@@ -44,6 +44,11 @@ MASKED = [
     ("My driving licence number is HARRI751123JP4AB", "passport", "751123"),  # a UK licence
     ("寄到西溪花园三期7幢2单元1101室", "address", "7幢2单元1101"),  # an estate's section
     ("送到文一路99号紫金花园二期5栋302", "address", "5栋302"),  # a road, then an estate
+    ("her social security number is 219 45 7730", "cn_id", "45 7730"),  # a long label, spaced
+    ("我的社会安全号 219457730 要填在表上", "cn_id", "219457730"),
+    ("passport (number 620 118 453) renews in May", "passport", "118 453"),  # groups of three
+    ("李明，1988年2月14日出生于成都", "birth_date", "1988"),  # the word after the date
+    ("they need your social: 219.45.7730", "cn_id", "45.7730"),  # "social" for the SSN
 ]
 
 
@@ -58,6 +63,8 @@ def test_personal_data_is_masked_in_every_written_form(text: str, kind: str, sec
     "text",
     [
         "订单号20240508001，价格299元",
+        "upgrade to version 123.45.6789 first",
+        "my social media account is 219457730",
         "order 4111111111111111 has not arrived",  # Luhn-valid, but named an order
         "tracking ZT7730012468",
         "2024-05-08 的订单",

@@ -226,7 +226,10 @@ _CTX_CARD = re.compile(
 _CTX_ORDER = re.compile(
     r"(订单|单号|运单|快递|物流|发票|流水号|\border|\btracking|\binvoice|\bref\b|\breference)", re.I
 )
-_CTX_ID = re.compile(r"(身份证|证件号|身份号|\bID\b|\bidentity|\bSSN\b|social security|\bnational id)", re.I)
+_CTX_ID = re.compile(
+    r"(身份证|证件号|身份号|社安号|社会安全号|社會安全號|社保号|\bID\b|\b(?:my|your|his|her|their) social\b(?!\s+(?:media|life|work|skills?|circle|events?))|\bidentity|\bSSN\b|social security|\bnational id)",
+    re.I,
+)
 _CTX_PASSPORT = re.compile(r"(护照|passport)", re.I)
 _CTX_LICENCE = re.compile(
     r"(驾照|驾驶证|driver'?s? licen[cs]e|driving licen[cs]e|licen[cs]e\s*(?:no\b|number|#)|\bDL\b)", re.I
@@ -234,6 +237,10 @@ _CTX_LICENCE = re.compile(
 _CTX_BIRTH = re.compile(r"(生日|出生|生于|\bDOB\b|D\.O\.B|date of birth|birthday|\bborn\b)", re.I)
 _CONTEXT_CHARS = 24
 """A word that names a number counts when it ends at most this many characters before it."""
+_WORD_CHARS = 24
+"""How far before that a word naming a number may start ("social security number is ...")."""
+_AFTER_CHARS = 3
+"""A word that names a date of birth may also follow it this closely ("1994年8月21日出生")."""
 
 _PASSPORT_CN = re.compile(
     r"(?<![0-9A-Za-z])(?:[EG](?:[\s-]?\d{4}[\s-]?\d{4})|E[A-HJ-NP-Z]\d{7}|[DSP]E?\d{7})(?![0-9A-Za-z])"
@@ -256,7 +263,11 @@ _DATE = re.compile(
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS},?\s+(?P<y4>(?:19|20)\d{{2}}))(?!\d)",
     re.I,
 )
-_PASSPORT_CTX = re.compile(r"(?<![0-9A-Za-z])[A-Z]{0,2}\d{6,9}[A-Z]?(?![0-9A-Za-z])", re.I)
+_PASSPORT_CTX = re.compile(
+    r"(?<![0-9A-Za-z])[A-Z]{0,2}(?:\d{6,9}|\d{3}[\s-]\d{3}[\s-]\d{3}|\d{4}[\s-]\d{4,5})[A-Z]?(?![0-9A-Za-z])",
+    re.I,
+)
+"""A passport number after a word naming it, in one piece or in groups (`910 274 635`)."""
 _HK_ID = re.compile(r"(?<![0-9A-Za-z])[A-Z]{1,2}\d{6}\(?[0-9A]\)?(?![0-9A-Za-z])")
 _TW_ID = re.compile(r"(?<![0-9A-Za-z])[A-Z][12]\d{8}(?![0-9A-Za-z])")
 _IBAN = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![0-9A-Za-z])")
@@ -314,7 +325,15 @@ _EN_ADDRESS_LOOSE = re.compile(
 
 
 def _context(view: str, start: int, pattern: re.Pattern[str]) -> bool:
-    return bool(pattern.search(view[max(0, start - _CONTEXT_CHARS) : start]))
+    """Whether a word of `pattern` ends at most `_CONTEXT_CHARS` characters before `start`."""
+    window = view[max(0, start - _CONTEXT_CHARS - _WORD_CHARS) : start]
+    return any(m.end() >= len(window) - _CONTEXT_CHARS for m in pattern.finditer(window))
+
+
+def _after(view: str, end: int, pattern: re.Pattern[str]) -> bool:
+    """Whether a word of `pattern` starts at most `_AFTER_CHARS` characters after `end`."""
+    m = pattern.search(view[end : end + _AFTER_CHARS + 16])
+    return m is not None and m.start() <= _AFTER_CHARS
 
 
 def _groups(raw: str) -> list[int]:
@@ -370,7 +389,7 @@ def _number_kind(raw: str, view: str, start: int) -> tuple[str, str] | None:
         return None
     if len(digits) == 15 and not intl and _cn_id_15(digits):
         return "cn_id", "ID"
-    ssn_shape = re.fullmatch(r"\d{3}-\d{2}-\d{4}", raw) or _context(view, start, _CTX_ID)
+    ssn_shape = re.fullmatch(r"\d{3}([- ])\d{2}\1\d{4}", raw) or _context(view, start, _CTX_ID)
     if len(digits) == 9 and ssn_shape and _ssn_ok(digits):
         return "cn_id", "ID"
     card_ctx = _context(view, start, _CTX_CARD)
@@ -445,7 +464,7 @@ def detect(text: str) -> list[Found]:
     for m in _PLATE.finditer(text):
         add("plate", "plate", m.start(), m.end())
     for m in _DATE.finditer(text):
-        if _context(text, m.start(), _CTX_BIRTH):
+        if _context(text, m.start(), _CTX_BIRTH) or _after(text, m.end(), _CTX_BIRTH):
             add("birth_date", "birthday", m.start(), m.end())
     for m in _NUM.finditer(text):
         raw = m.group(0).strip()
