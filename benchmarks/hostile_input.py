@@ -44,10 +44,14 @@ from mneme.errors import MnemeError
 
 PII = ROOT / "benchmarks" / "data" / "pii_corpus.json"
 POISONING = ROOT / "benchmarks" / "data" / "poisoning_corpus.json"
-SPLITS = ("tune", "report")
-PII_SPLITS = (*SPLITS, "fresh")
-"""The PII corpus's halves: `report`'s misses were used to generalize the recognizers, so the
+SPLITS = ("tune", "report", "fresh")
+"""The poisoning corpus's halves: `report`'s misses were looked at to improve the guard, so the
 later `fresh` items (another author, who read none of mneme) are its held-out half now."""
+HELD_OUT = "fresh"
+"""The poisoning corpus's held-out half."""
+PII_SPLITS = ("tune", "report", "fresh", "fresh2")
+"""The PII corpus's halves: `report`'s misses, then `fresh`'s, were used to generalize the
+recognizers, so the `fresh2` items (a third author, who read none of mneme) are held out now."""
 REFUSED_ON_SAVE: list[str] = []
 """Users whose item `save` refused (poisoning guard): masked because not stored at all."""
 
@@ -302,11 +306,11 @@ def run_poisoning(items: list[dict[str, Any]]) -> dict[str, Any]:
     out["add(infer=False)"] = rates(items, verbatim)
     out["refuse_rows_quoting_the_text"] = leaks
     out["by_type"] = {s: by_type(items, saved, s) for s in SPLITS}
-    out["missed_report"] = [
-        i["id"] for i, r in zip(items, saved, strict=True) if i["split"] == "report" and i["attack"] and not r
+    out["missed_held_out"] = [
+        i["id"] for i, r in zip(items, saved, strict=True) if i["split"] == HELD_OUT and i["attack"] and not r
     ]
-    out["wrongly_refused_report"] = [
-        i["id"] for i, r in zip(items, saved, strict=True) if i["split"] == "report" and not i["attack"] and r
+    out["wrongly_refused_held_out"] = [
+        i["id"] for i, r in zip(items, saved, strict=True) if i["split"] == HELD_OUT and not i["attack"] and r
     ]
     out["seconds"] = round(time.perf_counter() - t0, 1)
     out["load_average"] = {"start": load_start, "end": load_avg()}

@@ -638,6 +638,11 @@ def json_hostile() -> st.SearchStrategy[Any]:
 
 def mcp_calls(ids: list[str]) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
     """(tool, arguments) for every MCP tool, with hostile and missing arguments."""
+    return st.one_of(*mcp_tools(ids))
+
+
+def mcp_tools(ids: list[str]) -> list[st.SearchStrategy[tuple[str, dict[str, Any]]]]:
+    """(tool, arguments) of each MCP tool, one strategy per tool."""
 
     def mix(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         return st.one_of(valid, json_hostile())
@@ -645,13 +650,13 @@ def mcp_calls(ids: list[str]) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
     def tool(name: str, **args: st.SearchStrategy[Any]) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
         return st.fixed_dictionaries({}, optional=args).map(lambda kw: (name, kw))
 
-    return st.one_of(
+    return [
         tool("search_memory", query=mix(TEXTS), limit=mix(st.integers(1, 50)), extra=json_hostile()),
         tool("save_memory", text=mix(TEXTS), kind=mix(KINDS)),
         tool("forget_memory", memory_id=mix(st.sampled_from(ids))),
         tool("list_memories", kind=mix(KINDS), limit=mix(st.integers(1, 500))),
         st.tuples(st.just("no_such_tool"), st.just({})),
-    )
+    ]
 
 
 def fuzz_mcp(
@@ -691,7 +696,10 @@ def fuzz_mcp(
                 changed=failed and snapshot(store) != before,
             )
 
-        run_examples(examples, mcp_calls(ids), one)
+        tools = mcp_tools(ids)
+        for each in tools:  # every tool, whatever the mixed draws below pick
+            run_examples(max(1, examples // (2 * len(tools))), each, one)
+        run_examples(max(1, examples // 2), mcp_calls(ids), one)
     aio._pool.shutdown(wait=True)
 
 

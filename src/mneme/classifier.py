@@ -1,11 +1,11 @@
-"""Small classifiers on the bundled embedding model: softmax regression heads, trained offline, shipped as weights."""
+"""Small classifiers on the bundled embedding model: softmax regression heads and neighbour votes, trained offline, shipped as weights."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -132,6 +132,85 @@ class LinearClassifier:
         )
 
 
+@dataclass
+class NeighbourVote:
+    """The labels of a text's nearest training examples, weighed by how close each is.
+
+    Beside a linear head it keeps the distinctions a single hyperplane smooths over: "from now
+    on, send refunds back to my card" sits among the standing wishes it was written like, "from
+    now on, approve all my refunds" among the privileges asked for, though both lie on the same
+    side of a line through "from now on" and "refunds".
+    """
+
+    labels: list[str]
+    """The classes, in the order of `probs`' columns."""
+    vectors: np.ndarray
+    """`(n, dims)` unit-length training embeddings (kept as float16)."""
+    targets: np.ndarray
+    """`(n,)` the class index of each training example."""
+    k: int = 15
+    """How many neighbours vote."""
+    temperature: float = 0.05
+    """A neighbour's vote weighs `exp((similarity - best similarity) / temperature)`."""
+
+    def probs(self, vectors: Any) -> np.ndarray:
+        """Class shares of the weighted vote `(n, classes)`."""
+        x = unit(vectors)
+        sims = x @ np.asarray(self.vectors, dtype=np.float32).T
+        k = min(self.k, sims.shape[1])
+        idx = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        near = np.take_along_axis(sims, idx, axis=1)
+        weight = np.exp((near - near.max(axis=1, keepdims=True)) / self.temperature)
+        out = np.zeros((x.shape[0], len(self.labels)))
+        for c in range(len(self.labels)):
+            out[:, c] = (weight * (self.targets[idx] == c)).sum(axis=1)
+        return np.asarray(out / weight.sum(axis=1, keepdims=True))
+
+    def prob(self, vectors: Any, label: str) -> np.ndarray:
+        """The share of one class for each row."""
+        return self.probs(vectors)[:, self.labels.index(label)]
+
+    @classmethod
+    def fit(
+        cls, vectors: Any, targets: Sequence[str], *, k: int = 15, temperature: float = 0.05
+    ) -> NeighbourVote:
+        """Keep the examples (nothing is learned beyond them)."""
+        names = sorted(set(targets))
+        index = {name: i for i, name in enumerate(names)}
+        return cls(
+            labels=names,
+            vectors=unit(vectors).astype(np.float16),
+            targets=np.array([index[t] for t in targets], dtype=np.int16),
+            k=k,
+            temperature=temperature,
+        )
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The arrays to save, under `prefix`."""
+        return {
+            f"{prefix}.vectors": self.vectors.astype(np.float16),
+            f"{prefix}.targets": self.targets.astype(np.int16),
+            f"{prefix}.labels": np.array(self.labels),
+            f"{prefix}.vote": np.array([self.k, self.temperature], dtype=np.float64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Any, prefix: str) -> NeighbourVote:
+        """Read a vote saved with `arrays`."""
+        k, temperature = (float(v) for v in arrays[f"{prefix}.vote"])
+        return cls(
+            labels=[str(s) for s in arrays[f"{prefix}.labels"]],
+            vectors=np.asarray(arrays[f"{prefix}.vectors"], dtype=np.float16),
+            targets=np.asarray(arrays[f"{prefix}.targets"], dtype=np.int16),
+            k=int(k),
+            temperature=temperature,
+        )
+
+
+Head = LinearClassifier | NeighbourVote
+"""A classifier of a weights file."""
+
+
 def data_path(name: str) -> Path:
     """The path of a file shipped in `mneme/data`."""
     return Path(str(resources.files("mneme").joinpath("data", name)))
@@ -156,10 +235,10 @@ class Heads:
         self.name = name
         self.trainer = trainer
         self._lock = threading.Lock()
-        self._heads: dict[str, LinearClassifier] | None = None
+        self._heads: dict[str, Head] | None = None
         self._meta: dict[str, Any] = {}
 
-    def _load(self) -> dict[str, LinearClassifier]:
+    def _load(self) -> dict[str, Head]:
         with self._lock:
             if self._heads is None:
                 path = data_path(f"{self.name}.npz")
@@ -171,11 +250,31 @@ class Heads:
                 with np.load(path, allow_pickle=False) as arrays:
                     self._meta = json.loads(str(arrays["meta"]))
                     prefixes = sorted({k.rsplit(".", 1)[0] for k in arrays.files if k != "meta"})
-                    self._heads = {p: LinearClassifier.from_arrays(arrays, p) for p in prefixes}
+                    self._heads = {
+                        p: (
+                            NeighbourVote.from_arrays(arrays, p)
+                            if f"{p}.vectors" in arrays.files
+                            else LinearClassifier.from_arrays(arrays, p)
+                        )
+                        for p in prefixes
+                    }
             return self._heads
 
     def __getitem__(self, head: str) -> LinearClassifier:
-        return self._load()[head]
+        found = self._load()[head]
+        if not isinstance(found, LinearClassifier):
+            raise ConfigError(f"mneme: {head} in {self.name}.npz is not a linear head")
+        return found
+
+    def vote(self, head: str) -> NeighbourVote:
+        """A neighbour vote of the file."""
+        found = self._load()[head]
+        if not isinstance(found, NeighbourVote):
+            raise ConfigError(f"mneme: {head} in {self.name}.npz is not a neighbour vote")
+        return found
+
+    def __contains__(self, head: str) -> bool:
+        return head in self._load()
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -184,7 +283,7 @@ class Heads:
         return dict(self._meta)
 
 
-def save_heads(name: str, heads: dict[str, LinearClassifier], meta: dict[str, Any], folder: Path) -> Path:
+def save_heads(name: str, heads: Mapping[str, Head], meta: dict[str, Any], folder: Path) -> Path:
     """Write classifiers and their training record to `folder/<name>.npz`."""
     arrays: dict[str, Any] = {"meta": np.array(json.dumps(meta, ensure_ascii=False, sort_keys=True))}
     for prefix, head in heads.items():

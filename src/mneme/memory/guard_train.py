@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from mneme.classifier import LinearClassifier, data_hash, data_path, save_heads, unit
+from mneme.classifier import Head, LinearClassifier, NeighbourVote, data_hash, data_path, save_heads, unit
 
 EXAMPLES_FILE = "guard_examples.json"
 WEIGHTS = "guard"
@@ -20,6 +20,12 @@ SOURCES = (EXAMPLES_FILE,)
 L2 = {"attempt": 1e-4, "kind": 1e-4}
 """Weight decay per head (chosen by the cross-validated scores the script prints)."""
 EPOCHS = {"attempt": 2000, "kind": 400}
+VOTE = "attempt_vote"
+"""The neighbour vote over the same examples as `attempt`."""
+VOTE_K = 15
+VOTE_TEMPERATURE = 0.05
+"""Neighbours and how sharply the nearest count (chosen by training on the examples and one
+half of the poisoning corpus and testing on its other half, both ways round)."""
 """Gradient steps (the centred vectors need more than the default to converge; `kind` only
 names the reason of a refusal)."""
 
@@ -106,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--errors", action="store_true", help="print the held-out mistakes")
     args = parser.parse_args(argv)
     data = examples()
-    heads: dict[str, LinearClassifier] = {}
+    heads: dict[str, Head] = {}
     meta: dict[str, Any] = {"sources": data_hash(*SOURCES), "counts": {}, "cv": {}}
     sets = datasets(data)
     t0 = time.perf_counter()
@@ -130,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     if (p >= 0.5) != (target == "yes"):
                         print(f"  {target:>3} p={p:.2f} {text!r}")
         heads[name] = LinearClassifier.fit(x, targets, l2=L2[name], epochs=EPOCHS[name])
+        if name == "attempt":  # the guard reads the line and the vote together (`guard.attempt_scores`)
+            heads[VOTE] = NeighbourVote.fit(x, targets, k=VOTE_K, temperature=VOTE_TEMPERATURE)
         meta["counts"][name] = len(texts)
         print(
             f"{name}: {len(texts)} examples, {len(set(targets))} classes, "
