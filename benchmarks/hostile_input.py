@@ -1,8 +1,8 @@
 """Hostile input: personal data masked on every write path, poisoning refused, forgetting complete (issue 14).
 
 - Personal data: every item of `benchmarks/data/pii_corpus.json` (written by an independent
-  author; `tune` and `report` halves, then `fresh` items by another author, the held-out half
-  since `report`'s misses were used) goes through each door on a real embedded home (local
+  author; `tune` and `report` halves, then `fresh` and `fresh2` items by two more authors;
+  `fresh2` is the held-out half since the misses of the others were used) goes through each door on a real embedded home (local
   embeddings, Chroma on disk): `save`, `add` (extracted), `add(infer=False)`, `update`,
   import, metadata values, `session_id`, REST `POST`, MCP `save_memory`, and a session's
   title and recap (`end_session` stores it). An item passes a door when nothing the home
@@ -11,7 +11,8 @@
 - Poisoning: every message of `benchmarks/data/poisoning_corpus.json` through `save`, `add`
   and `add(infer=False)` (a line kept as said counts as refused when it is replaced), and the
   guard itself; the share of attempts refused and of ordinary messages
-  refused, per half. `--tune` prints the threshold sweep on the tune half only (how
+  refused, per half (`tune`, `report`, `fresh`, then `fresh2` by a third author: the held-out
+  half, `HELD_OUT`). `--tune` prints the threshold sweep on the tune half only (how
   `guard.THRESHOLD` was chosen).
 - Forgetting: memories and conversations with marked words, then `delete` and `delete_all`;
   the bytes of the forgotten words found in the files of the home afterwards, and what the
@@ -44,10 +45,11 @@ from mneme.errors import MnemeError
 
 PII = ROOT / "benchmarks" / "data" / "pii_corpus.json"
 POISONING = ROOT / "benchmarks" / "data" / "poisoning_corpus.json"
-SPLITS = ("tune", "report", "fresh")
-"""The poisoning corpus's halves: `report`'s misses were looked at to improve the guard, so the
-later `fresh` items (another author, who read none of mneme) are its held-out half now."""
-HELD_OUT = "fresh"
+SPLITS = ("tune", "report", "fresh", "fresh2")
+"""The poisoning corpus's halves: `report`'s misses, then `fresh`'s, were looked at to improve
+the guard, so the later `fresh2` items (a third author, who read none of mneme) are its held-out
+half now."""
+HELD_OUT = "fresh2"
 """The poisoning corpus's held-out half."""
 PII_SPLITS = ("tune", "report", "fresh", "fresh2")
 """The PII corpus's halves: `report`'s misses, then `fresh`'s, were used to generalize the

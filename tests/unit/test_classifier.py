@@ -1,4 +1,4 @@
-"""The linear heads on embedding vectors: they learn, save and load, and refuse missing weights."""
+"""The heads on embedding vectors (linear, neighbour vote): they learn, save and load, and refuse missing weights."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mneme.classifier import Heads, LinearClassifier, save_heads
+from mneme.classifier import Heads, LinearClassifier, NeighbourVote, save_heads
 from mneme.errors import ConfigError
 
 
@@ -44,3 +44,33 @@ def test_missing_weights_say_how_to_build_them(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr("mneme.classifier.data_path", lambda name: tmp_path / name)
     with pytest.raises(ConfigError, match=r"python -m some\.trainer"):
         Heads("absent", trainer="some.trainer")["h"]
+
+
+def test_a_vote_keeps_a_pocket_that_a_line_cannot() -> None:
+    # class "b" sits in a small pocket inside "a": a hyperplane cannot cut it out, the vote can
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(200, 8))
+    pocket = np.array([3.0] + [0.0] * 7)
+    b = pocket + 0.1 * rng.normal(size=(20, 8))
+    a = a[np.linalg.norm(a - pocket, axis=1) > 1.0]
+    x = np.concatenate([a, b])
+    y = ["a"] * len(a) + ["b"] * len(b)
+    vote = NeighbourVote.fit(x, y, k=5, temperature=0.05)
+    probe = pocket + 0.05 * rng.normal(size=(10, 8))
+    assert (vote.prob(probe, "b") > 0.9).all()
+    assert (vote.prob(a[:20], "a") > 0.5).mean() > 0.9
+    assert np.allclose(vote.probs(probe).sum(axis=1), 1.0)
+
+
+def test_a_vote_round_trips_through_a_file_beside_a_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x, y = _blobs()
+    head, vote = LinearClassifier.fit(x, y), NeighbourVote.fit(x, y)
+    save_heads("probe", {"h": head, "v": vote}, {"sources": "x"}, tmp_path)
+    monkeypatch.setattr("mneme.classifier.data_path", lambda name: tmp_path / name)
+    loaded = Heads("probe", trainer="t")
+    assert np.allclose(loaded.vote("v").probs(x), vote.probs(x), atol=1e-3)
+    assert "v" in loaded and "w" not in loaded
+    with pytest.raises(ConfigError, match="not a linear head"):
+        loaded["v"]

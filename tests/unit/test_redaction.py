@@ -49,6 +49,9 @@ MASKED = [
     ("passport (number 620 118 453) renews in May", "passport", "118 453"),  # groups of three
     ("李明，1988年2月14日出生于成都", "birth_date", "1988"),  # the word after the date
     ("they need your social: 219.45.7730", "cn_id", "45.7730"),  # "social" for the SSN
+    ("the whole thing reads 545454 5454545454 on the back", "bank_card", "5454545454"),  # 6-10
+    ("慕尼黑办公室固话 089/12345678，工作日打", "phone", "12345678"),  # a German slash form
+    ("寄到1600 Amphitheatre Parkway, Apt 5就行", "address", "Amphitheatre"),  # after Chinese
 ]
 
 

@@ -215,7 +215,7 @@ _NUM = re.compile(
 """A run of digits with the single separators people write inside numbers (and an ID's X)."""
 
 _CTX_PHONE = re.compile(
-    r"(电话|手机|座机|联系方式|致电|打给|打我|微信|whatsapp|signal|telegram|"
+    r"(电话|手机|座机|固话|联系方式|致电|打给|打我|微信|whatsapp|signal|telegram|"
     r"\bphone|\btel\b|\bmobile|\bcell\b|\bcall|\btext me|\bfax|\breach me|号码|"
     r"\b(?:my|new|your|his|her|our|their)\s+(?:new\s+|contact\s+|home\s+|work\s+)?number\b)",
     re.I,
@@ -315,7 +315,7 @@ _EN_UNIT = (
     r"(?:(?:Apt|Apartment|Suite|Ste|Unit|Flat|Room|Rm|Floor|Fl)\.?\s*#?\s*[A-Za-z0-9-]+|#\s*[A-Za-z0-9-]+)"
 )
 _EN_ADDRESS = re.compile(
-    rf"(?:\b{_EN_UNIT},?\s+)?\b\d{{1,6}}[A-Za-z]?(?:-\d{{1,4}})?\s+"
+    rf"(?:\b{_EN_UNIT},?\s+)?(?<![0-9A-Za-z])\d{{1,6}}[A-Za-z]?(?:-\d{{1,4}})?\s+"
     rf"(?:(?:[A-Z][A-Za-z'.-]*|\d+(?:st|nd|rd|th))\s+){{1,4}}{_EN_STREET}(?:\s+(?:NW|NE|SW|SE))?(?:,?\s*{_EN_UNIT})?"
 )
 _EN_ADDRESS_LOOSE = re.compile(
@@ -340,10 +340,19 @@ def _groups(raw: str) -> list[int]:
     return [len(g) for g in re.split(r"[^0-9Xx]+", raw.lstrip("+(")) if g]
 
 
+_CARD_ISSUER = re.compile(r"4|5[1-5]|2[2-7]|3[47]|62|6011|65")
+"""The first digits of the cards most people carry (Visa, Mastercard, Amex, UnionPay, Discover)."""
+
+
 def _card_shape(raw: str) -> bool:
-    """Card numbers are written in one piece or in groups of four (4-6-5 for Amex)."""
+    """Whether digits are grouped as a card number is.
+
+    That is in one piece or in groups of four (4-6-5 for Amex); a card issuer's 15 or 16
+    digits count however they are grouped.
+    """
     groups = _groups(raw)
-    if len(groups) == 1:
+    digits = re.sub(r"\D", "", raw)
+    if len(groups) == 1 or (len(digits) in (15, 16) and _CARD_ISSUER.match(digits)):
         return True
     if groups in ([4, 6, 5], [4, 6, 4]):
         return True
