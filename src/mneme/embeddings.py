@@ -53,7 +53,28 @@ def _local_model() -> Any:
 
             _model = E5()
             _omp = _openmp()
+            _quiet_blas()
         return _model
+
+
+BLAS_SETTINGS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+"""Environment settings that say how many threads numpy's BLAS may use: one set wins."""
+
+
+def _quiet_blas() -> None:
+    """Keep numpy's BLAS to one thread in a process that embeds with the bundled engine.
+
+    mneme's own matrix work is small (a vote over 1,600 examples, a head's weights), but a
+    product large enough for OpenBLAS to start its threads leaves them spinning afterwards, on
+    the cores the engine needs: the guard's embedding of a chat line took 62 ms instead of 46
+    after its neighbour vote, with `OPENBLAS_NUM_THREADS=1` 45 ms. A BLAS thread count set in
+    the environment is left as it is.
+    """
+    if any(name in os.environ for name in BLAS_SETTINGS):
+        return
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def _openmp() -> Any:
