@@ -526,7 +526,9 @@ class Writer:
         value = cand.value
         if value is not None and red.found:
             value = redact_field(value, cand.text, ctx.policy)
-        cand = keyed_by_aspect(tag_aspect(replace(cand, evidence=text) if red.found else cand))
+        cand = tag_aspect(replace(cand, evidence=text) if red.found else cand)
+        if not cand.target:  # a memory the extractor named is the one replaced, whatever the aspect
+            cand = keyed_by_aspect(cand)
         keyed = cand.subject is not None
         rid = (
             field_id(ctx.user_id, cand.kind, cand.subject or "")
