@@ -52,6 +52,7 @@ MASKED = [
     ("the whole thing reads 545454 5454545454 on the back", "bank_card", "5454545454"),  # 6-10
     ("慕尼黑办公室固话 089/12345678，工作日打", "phone", "12345678"),  # a German slash form
     ("寄到1600 Amphitheatre Parkway, Apt 5就行", "address", "Amphitheatre"),  # after Chinese
+    ("pay with card5500005555555559please", "bank_card", "5500005555555559"),  # glued to words
 ]
 
 
@@ -67,6 +68,7 @@ def test_personal_data_is_masked_in_every_written_form(text: str, kind: str, sec
     [
         "订单号20240508001，价格299元",
         "upgrade to version 123.45.6789 first",
+        "order4539148803436467 shipped today",
         "my social media account is 219457730",
         "order 4111111111111111 has not arrived",  # Luhn-valid, but named an order
         "tracking ZT7730012468",
