@@ -175,13 +175,20 @@ def around_blocks(text: str) -> str:
     return out
 
 
+def _leet(word: str) -> bool:
+    """Whether a word is letters with a few digits written for letters ("1gn0re", "rul3s").
+
+    A code or a value that is mostly digits ("V11", "B2B") is left as it is.
+    """
+    letters = len(re.findall(r"[A-Za-z]", word))
+    digits = len(re.findall(r"[0-9@$]", word))
+    return digits > 0 and letters >= 2 and letters > digits
+
+
 def deobfuscated(text: str) -> str:
     """A text with spaced-out letters joined and digits read as letters inside words."""
     joined = _SPACED.sub(lambda m: m.group(0).replace(" ", ""), re.sub(r" {2,}", "  ", text))
-    words = [
-        w.translate(_LEET) if re.search(r"[A-Za-z]", w) and re.search(r"[0-9@$]", w) else w
-        for w in joined.split(" ")
-    ]
+    words = [w.translate(_LEET) if _leet(w) else w for w in joined.split(" ")]
     return re.sub(r" {2,}", " ", " ".join(words))
 
 

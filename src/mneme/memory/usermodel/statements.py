@@ -15,12 +15,8 @@ MEMORABLE = 0.5
 """A clause no rule read is kept when the `memorable` head gives it at least this probability."""
 CONSTRAINT = 0.5
 """A kept statement is a hard constraint at this probability (or when its aspect is one)."""
-REVISES = 0.75
-"""A statement revises an earlier one of its aspect at this probability of the `change` head.
-Chosen on the tune halves: every change of mind of the extraction set's tune half that replaced
-its old value read at 0.76 or more, while a third of the wrong replacements in the preference
-sets' homes (each user's preferences are independent: "我坐轮椅" replaced by "我怀孕了") read at
-0.62-0.73; at 0.6 those homes lost 12 memories, at 0.75 8, with no change pair lost."""
+REVISES = 0.6
+"""A statement revises an earlier one of its aspect at this probability of the `change` head."""
 TENTATIVE = 0.15
 """A clause below `MEMORABLE` but at least this memorable that reads as a revision is kept
 tentatively: only if it revises a memory the user already has."""

@@ -40,24 +40,13 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     none = [n["text"] if isinstance(n, dict) else str(n) for n in data["none"]]
     none += [r["text"] for r in data["requests"]]  # a request says nothing lasting about its asker
     pairs = data.get("pairs", [])
-    said = {s["text"] for s in statements}
-    # both sides of a pair say something lasting of its aspect: a revision ("咖啡戒了，现在改喝茶")
-    # is as worth keeping as the statement it revises
-    revisions = [
-        {"text": t, "aspect": p["aspect"]}
-        for p in pairs
-        if p.get("aspect") in tax.aspects
-        for t in (p["first"], p["second"])
-        if t not in said
-    ]
-    kept = statements + list({r["text"]: r for r in revisions}.values())
     return {
         "memorable": (
-            [s["text"] for s in kept] + none,
-            ["yes"] * len(kept) + ["no"] * len(none),
+            [s["text"] for s in statements] + none,
+            ["yes"] * len(statements) + ["no"] * len(none),
             "passage",
         ),
-        "aspect": ([s["text"] for s in kept], [s["aspect"] for s in kept], "passage"),
+        "aspect": ([s["text"] for s in statements], [s["aspect"] for s in statements], "passage"),
         "constraint": (
             [s["text"] for s in statements],
             ["yes" if s.get("constraint") else "no" for s in statements],
@@ -87,7 +76,7 @@ def weights(name: str, data: dict[str, Any]) -> list[float] | None:
     if name != "change":
         return None
     pairs = len(data.get("pairs", []))
-    statements = len(datasets(data)["change"][0]) - 2 * pairs
+    statements = len(datasets(data)["aspect"][0])
     return [1.0] * (2 * pairs) + [STATEMENT_AS_NO_CHANGE] * statements
 
 
