@@ -65,15 +65,6 @@ def test_a_correction_replaces_the_memory_it_is_about_and_nothing_else(memory: M
     assert [h.text for h in old] == ["Likes window seats"]  # the old value, kept in history only
 
 
-def test_a_new_taste_never_replaces_an_unrelated_fact_of_a_neighbouring_aspect(memory: Memory) -> None:
-    # found in the Chinese preference set's tune half: the change head reads "宁可" as a
-    # revision, and hearing (health, music) and series (screen) are one area of life
-    memory.add("我有听力损伤，太响的环境受不了。", user_id="u")
-    memory.add("烂尾的剧我最烦了，宁可看完结的。", user_id="u")
-    texts = " / ".join(r.text for r in memory.get_all(user_id="u"))
-    assert "听力损伤" in texts and "烂尾的剧" in texts
-
-
 def test_a_profile_field_keeps_one_id_and_every_value_in_history(memory: Memory) -> None:
     first = memory.add("麻烦以后都发顺丰。", user_id="u", session_id="s1")[0]
     second = memory.add("快递改成京东吧", user_id="u", session_id="s2")[0]

@@ -614,9 +614,7 @@ class Writer:
         resembles the old one ("Hoboken" and "Manhattan"), so none is asked for. Else one of
         the aspects it may also be about, or of the same area of life as any of them (the
         classifier may read a move as `living_env` and the old home as `residence`), if it is
-        similar enough (`REVISION_RELEVANCE`) and of an aspect with one value at a time: a
-        statement about films never replaces one about hearing, whatever the classifier reads
-        (tune halves: wrong replacements of independent preferences 8 -> 5, no change pair lost).
+        similar enough (`REVISION_RELEVANCE`).
         """
         tax = taxonomy()
         area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
@@ -625,7 +623,7 @@ class Writer:
             for old, rel in self._similar(text, kind, user_id, {"aspect": {"$in": area}}):
                 if old.aspect == aspects[0]:
                     ranked.append((0, -rel, old))
-                elif rel >= REVISION_RELEVANCE and _one_value(old.aspect):
+                elif rel >= REVISION_RELEVANCE:
                     ranked.append(
                         (
                             1 + (aspects.index(old.aspect) if old.aspect in aspects else len(aspects)),
@@ -821,12 +819,6 @@ def memory_domains(cand: Candidate, text: str) -> dict[str, float]:
         for key in {**read, **dict.fromkeys(cand.domains)}
     }
     return {k: round(v, 3) for k, v in sorted(mixed.items(), key=lambda kv: -kv[1])}
-
-
-def _one_value(aspect: str | None) -> bool:
-    """Whether a person has one current value of an aspect (a home, an employer, a seat)."""
-    found = taxonomy().aspect(aspect)
-    return bool(found and found.single)
 
 
 def _numbers(text: str) -> list[str]:
