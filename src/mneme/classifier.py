@@ -153,10 +153,13 @@ class NeighbourVote:
     temperature: float = 0.05
     """A neighbour's vote weighs `exp((similarity - best similarity) / temperature)`."""
 
+    def __post_init__(self) -> None:
+        self._table = np.asarray(self.vectors, dtype=np.float32).T  # converted once, not per call
+
     def probs(self, vectors: Any) -> np.ndarray:
         """Class shares of the weighted vote `(n, classes)`."""
         x = unit(vectors)
-        sims = x @ np.asarray(self.vectors, dtype=np.float32).T
+        sims = x @ self._table
         k = min(self.k, sims.shape[1])
         idx = np.argpartition(-sims, k - 1, axis=1)[:, :k]
         near = np.take_along_axis(sims, idx, axis=1)

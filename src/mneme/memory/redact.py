@@ -341,9 +341,9 @@ def _groups(raw: str) -> list[int]:
 
 
 _CARD_ISSUER = re.compile(r"4|5[1-5]|2[2-7]|3[47]|62|6011|65")
+"""The first digits of the cards most people carry (Visa, Mastercard, Amex, UnionPay, Discover)."""
 _GLUED = re.compile(r"(?<=[A-Za-z_])\d{15,18}[Xx]?|\d{15,18}[Xx]?(?=[A-Za-z_])")
 """A long run of digits written against letters, which the word-bounded number reader skips."""
-"""The first digits of the cards most people carry (Visa, Mastercard, Amex, UnionPay, Discover)."""
 
 
 def _card_shape(raw: str) -> bool:
@@ -486,16 +486,9 @@ def detect(text: str) -> list[Found]:
         if kind is not None:
             add(kind[0], kind[1], begin, begin + len(raw))
     for m in _GLUED.finditer(text):  # "card4539148803436467thanks": no boundary around it
-        digits = m.group(0)
-        if len(digits) == 18 and _cn_id_18(digits):
-            add("cn_id", "ID", m.start(), m.end())
-        elif (
-            len(digits) in (15, 16)
-            and _CARD_ISSUER.match(digits)
-            and luhn_ok(digits)
-            and not _context(text, m.start(), _CTX_ORDER)
-        ):
-            add("bank_card", "card", m.start(), m.end())
+        kind = _number_kind(m.group(0), text, m.start())
+        if kind is not None and kind[0] in NEVER_IN_CLEAR:  # an ID or a card, by its check digits
+            add(kind[0], kind[1], m.start(), m.end())
     for m in _ZH_ADDRESS.finditer(text):
         add("address", "address", _zh_address_start(text, m.start(), m.end()), m.end())
     for m in _EN_ADDRESS.finditer(text):
