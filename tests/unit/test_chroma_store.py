@@ -313,3 +313,38 @@ def test_the_served_store_takes_ttl_from_langgraph_json(tmp_path, monkeypatch, e
     for bad in ({"ttl": {"default_ttl": -1}}, {"ttl": {"forever": True}}, {"ttl": 5}):
         with pytest.raises(ConfigError, match=r"store\.ttl"):
             served.ttl_from_config(bad)
+
+
+def test_applied_queue_rows_are_trimmed_and_a_reopened_store_keeps_everything(
+    tmp_path, embeddings: Embeddings
+) -> None:
+    """Chroma re-reads a collection's retained queue rows on every write: the store trims them."""
+    import sqlite3
+
+    from mneme.store.chroma import QUEUE_TRIM_CHARS
+
+    index = {"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]}  # type: ignore[attr-defined]
+    folder = tmp_path / "chroma"
+    store = ChromaStore.open(str(folder), index=index)  # type: ignore[arg-type]
+    ns = ("memories", "alice")
+    filler = "长文本" * 2000
+    count = 3 * QUEUE_TRIM_CHARS // (2 * len(filler)) + 2
+    for i in range(count):
+        store.put(ns, f"k{i}", {"text": f"note {i} about the garden {filler}"})
+    store.put(ns, "last", {"text": "the key under the blue flowerpot"})
+    with sqlite3.connect(folder / "chroma.sqlite3") as con:
+        kept = con.execute(
+            "SELECT count(*) FROM embeddings_queue WHERE metadata LIKE ?", (f"%{filler[:30]}%",)
+        ).fetchone()[0]
+    assert kept < count / 2  # most rows no longer hold their text twice
+    store.close()
+
+    again = ChromaStore.open(str(folder), index=index)  # type: ignore[arg-type]
+    try:
+        items = again.search(ns, limit=count + 5)
+        assert len(items) == count + 1
+        got = again.get(ns, "k0")
+        assert got is not None and got.value["text"].startswith("note 0 about the garden")
+        assert again.search(ns, query="the key under the blue flowerpot", limit=1)[0].key == "last"
+    finally:
+        again.close()

@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import math
+import sqlite3
 import threading
 import time
 import weakref
@@ -44,6 +45,9 @@ from mneme.store import scrub as disk
 
 logger = logging.getLogger(__name__)
 
+QUEUE_TRIM_CHARS = 20_000
+"""Characters written to a collection after which its applied queue rows are trimmed: each
+later write to it re-reads what they hold (about 0.5 ms per 1,000 characters, `scrub.trim_queue`)."""
 _VALUE = "_v"  # the item's value, JSON
 _CREATED = "_c"  # ISO time of creation
 _UPDATED = "_u"  # ISO time of last update
@@ -404,6 +408,10 @@ class ChromaStore(BaseStore):
         self.gate = disk.Gate()
         """Shared by every store call, held alone by `scrub` (which needs the folder to itself)."""
         self._zeroed: set[str] = set()
+        self._queued: dict[str, int] = {}
+        """Characters written per collection since its queue rows were last trimmed."""
+        self._trimmed: dict[str, int] = {}
+        """The highest queue row trimmed per collection (`scrub.trim_queue`)."""
 
     @classmethod
     def open(
@@ -537,7 +545,39 @@ class ChromaStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run a batch of get / search / put / list-namespaces operations in order."""
         with self.gate.shared():
-            return self._batch([_normalized(op) for op in ops])
+            results = self._batch([_normalized(op) for op in ops])
+        self._trim_if_due()
+        return results
+
+    def _wrote(self, collection: Collection, chars: int) -> None:
+        """Count what a write left in Chroma's queue (embedded store only)."""
+        if self.folder is not None:
+            with self._lock:
+                key = str(collection.id)
+                self._queued[key] = self._queued.get(key, 0) + chars
+
+    def _trim_if_due(self) -> None:
+        """Trim the queue rows of the collections written past `QUEUE_TRIM_CHARS` (embedded only).
+
+        Runs between calls, with the gate held alone for the few milliseconds of one UPDATE,
+        never inside a call that holds it already.
+        """
+        if self.folder is None or self.gate.held_here():
+            return
+        with self._lock:
+            due = {k: self._trimmed.get(k, 0) for k, n in self._queued.items() if n >= QUEUE_TRIM_CHARS}
+            for key in due:
+                self._queued[key] = 0
+        if not due:
+            return
+        try:
+            with self.gate.exclusive():
+                done = disk.trim_queue(self.folder, due)
+        except sqlite3.Error:  # a busy or read-only database: the next write tries again
+            logger.debug("queue trim failed", exc_info=True)
+            return
+        with self._lock:
+            self._trimmed.update(done)
 
     def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)
@@ -979,6 +1019,7 @@ class ChromaStore(BaseStore):
         if with_ttl:
             self._mark_ttl(namespace, col)
         col.upsert(ids=keys, embeddings=embeddings, metadatas=metadatas, documents=documents)  # type: ignore[arg-type]
+        self._wrote(col, sum(len(m[_VALUE]) + len(d) for m, d in zip(metadatas, documents, strict=True)))
         if x_stale:
             extras = self._vector_collection(namespace, create=False)
             if extras is not None:
