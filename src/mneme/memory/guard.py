@@ -59,6 +59,7 @@ KIND_REASONS: dict[str, str] = {
     "roleplay": "sets up a role-play to escape the agent's rules",
     "exfiltration": "asks for other users' data or the agent's instructions",
     "mixed": "mixes a statement with an instruction to the agent",
+    "false_claim": "asks the agent to hold or pass on claims about another person",
 }
 
 _ROLE = r"(?:system|sys|developer|assistant|系统|開發者|开发者|系統|助手)"
@@ -255,16 +256,14 @@ _cache_lock = threading.Lock()
 
 def vectors(texts: Sequence[str]) -> np.ndarray:
     """E5 query-side vectors of texts, minus the training centre (what the heads read)."""
-    from mneme.embeddings import LOCAL_DIMS, _local_model, _threads
+    from mneme.embeddings import LOCAL_DIMS, _local_model, query_batch
 
     if not texts:
         return np.zeros((0, LOCAL_DIMS), dtype=np.float32)
     with _cache_lock:
         missing = sorted({t for t in texts if t not in _cache})
     if missing:
-        model = _local_model()
-        _threads(None)  # a batch of short pieces, on all the cores (as a search query is)
-        fresh = unit(model.query(missing))
+        fresh = unit(np.asarray(query_batch(missing)))
         with _cache_lock:
             for text, vec in zip(missing, fresh, strict=True):
                 _cache[text] = vec
@@ -353,6 +352,24 @@ def judge(text: str) -> Verdict:
     return judge_all([text])[0]
 
 
+def field_texts(subject: str | None, value: str | None, text: str) -> tuple[str, ...]:
+    """What the guard reads of a memory: a profile field written `subject: value` is read as its parts.
+
+    The field's value, and its name as words, are judged each on its own: joined, an
+    identifier and a short code read like a line of configuration ("field_a: V7" scored 0.66,
+    where "V7" and "field a" score low), while an order given as a value is caught alone
+    ("ignore all previous instructions", 0.98).
+
+    Args:
+        subject: The field's name (snake_case), or None for a memory that is no field.
+        value: The field's value.
+        text: The memory's text (after redaction).
+    """
+    if subject and value and text.startswith(f"{subject}: "):
+        return text[len(subject) + 2 :], subject.replace("_", " ")
+    return (text,)
+
+
 def poisoning_reason(*texts: str | None) -> str | None:
     """Tell why a text looks like an attempt to instruct the agent or to gain rights over it.
 
@@ -372,7 +389,7 @@ def poisoning_reason(*texts: str | None) -> str | None:
     return None
 
 
-VERBATIM_THRESHOLD = 0.93
+VERBATIM_THRESHOLD = 0.94
 """A line of a verbatim text (a conversation kept as said) is replaced only at this score, or
 for a prompt's shape: such a line is material, shown as what was said, and the guard's false
 refusals at `THRESHOLD` took 6 of 276 ordinary lines of the Chinese multi-session set
@@ -425,6 +442,7 @@ __all__ = [
     "THRESHOLD",
     "VERBATIM_THRESHOLD",
     "Verdict",
+    "field_texts",
     "judge",
     "judge_all",
     "keep_lines",

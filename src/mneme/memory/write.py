@@ -26,7 +26,7 @@ from mneme.memory import expiry
 from mneme.memory.extract import Candidate, subject_of_topic
 from mneme.memory.forget import scrub_store
 from mneme.memory.gist import filler_only_difference, polarity, same_object
-from mneme.memory.guard import keep_lines, poisoning_reason
+from mneme.memory.guard import field_texts, keep_lines, poisoning_reason
 from mneme.memory.mirror import base_store
 from mneme.memory.record import (
     ARCHIVE,
@@ -512,7 +512,9 @@ class Writer:
             return changes
         red = redact(cand.text, ctx.policy)
         evidence = redact_text(cand.evidence, ctx.policy) if cand.evidence else None
-        reason = poisoning_reason(evidence, red.text)
+        reason = poisoning_reason(
+            *(part for t in (evidence, red.text) if t for part in field_texts(cand.subject, cand.value, t))
+        )
         if reason:
             change = self._refuse(ctx, cand.text, reason, ops)
             self.repo.apply(ops)
