@@ -349,12 +349,12 @@ _GLUED = re.compile(r"(?<=[A-Za-z_])\d{15,18}[Xx]?|\d{15,18}[Xx]?(?=[A-Za-z_])")
 def _card_shape(raw: str) -> bool:
     """Whether digits are grouped as a card number is.
 
-    That is in one piece or in groups of four (4-6-5 for Amex); a card issuer's 15 or 16
-    digits count however they are grouped.
+    That is in one piece or in groups of four (4-6-5 for Amex); a card issuer's 15 to 19
+    digits (UnionPay's run to 19) count however they are grouped.
     """
     groups = _groups(raw)
     digits = re.sub(r"\D", "", raw)
-    if len(groups) == 1 or (len(digits) in (15, 16) and _CARD_ISSUER.match(digits)):
+    if len(groups) == 1 or (15 <= len(digits) <= 19 and _CARD_ISSUER.match(digits)):
         return True
     if groups in ([4, 6, 5], [4, 6, 4]):
         return True
