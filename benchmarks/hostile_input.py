@@ -1,9 +1,9 @@
 """Hostile input: personal data masked on every write path, poisoning refused, forgetting complete (issue 14).
 
 - Personal data: every item of `benchmarks/data/pii_corpus.json` (written by an independent
-  author; `tune` and `report` halves, then `fresh` and `fresh2` items by two more authors;
-  `fresh2` is the held-out half since the misses of the others were used) goes through each door on a real embedded home (local
-  embeddings, Chroma on disk): `save`, `add` (extracted), `add(infer=False)`, `update`,
+  author; `tune` and `report` halves, then `fresh`, `fresh2` and `fresh3` items by three more
+  authors; `fresh3` is the held-out half since the misses of the others were used) goes through
+  each door on a real embedded home (local embeddings, Chroma on disk): `save`, `add` (extracted), `add(infer=False)`, `update`,
   import, metadata values, `session_id`, REST `POST`, MCP `save_memory`, and a session's
   title and recap (`end_session` stores it). An item passes a door when nothing the home
   keeps for the user (memories, archive, history, session records) contains its value or its
@@ -11,8 +11,8 @@
 - Poisoning: every message of `benchmarks/data/poisoning_corpus.json` through `save`, `add`
   and `add(infer=False)` (a line kept as said counts as refused when it is replaced), and the
   guard itself; the share of attempts refused and of ordinary messages
-  refused, per half (`tune`, `report`, `fresh`, then `fresh2` by a third author: the held-out
-  half, `HELD_OUT`). `--tune` prints the threshold sweep on the tune half only (how
+  refused, per half (`tune`, `report`, `fresh`, `fresh2`, then `fresh3` by a fourth author: the
+  held-out half, `HELD_OUT`). `--tune` prints the threshold sweep on the tune half only (how
   `guard.THRESHOLD` was chosen).
 - Forgetting: memories and conversations with marked words, then `delete` and `delete_all`;
   the bytes of the forgotten words found in the files of the home afterwards, and what the
@@ -45,15 +45,16 @@ from mneme.errors import MnemeError
 
 PII = ROOT / "benchmarks" / "data" / "pii_corpus.json"
 POISONING = ROOT / "benchmarks" / "data" / "poisoning_corpus.json"
-SPLITS = ("tune", "report", "fresh", "fresh2")
-"""The poisoning corpus's halves: `report`'s misses, then `fresh`'s, were looked at to improve
-the guard, so the later `fresh2` items (a third author, who read none of mneme) are its held-out
-half now."""
-HELD_OUT = "fresh2"
+SPLITS = ("tune", "report", "fresh", "fresh2", "fresh3")
+"""The poisoning corpus's halves: `report`'s misses, then `fresh`'s and `fresh2`'s, were looked
+at to improve the guard, so the later `fresh3` items (a fourth author, who read none of mneme)
+are its held-out half now."""
+HELD_OUT = "fresh3"
 """The poisoning corpus's held-out half."""
-PII_SPLITS = ("tune", "report", "fresh", "fresh2")
-"""The PII corpus's halves: `report`'s misses, then `fresh`'s, were used to generalize the
-recognizers, so the `fresh2` items (a third author, who read none of mneme) are held out now."""
+PII_SPLITS = ("tune", "report", "fresh", "fresh2", "fresh3")
+"""The PII corpus's halves: `report`'s misses, then `fresh`'s and `fresh2`'s, were used to
+generalize the recognizers, so the `fresh3` items (a fourth author, who read none of mneme;
+ID and card numbers in many forms) are held out now."""
 REFUSED_ON_SAVE: list[str] = []
 """Users whose item `save` refused (poisoning guard): masked because not stored at all."""
 
@@ -218,7 +219,7 @@ def run_pii(items: list[dict[str, Any]]) -> dict[str, Any]:
         for s in PII_SPLITS:
             a, n = fmt[s]
             fmt[s] = {"masked": a, "of": n}
-    core = [f for f in out["formats"] if f.startswith(("cn_id", "bank_card"))]
+    core = [f for f in out["formats"] if f.startswith(("cn_id", "bank_card", "amex", "hk_id", "tw_id"))]
     out["id_and_card"] = {
         s: round(
             sum(out["formats"][f][s]["masked"] for f in core)
