@@ -559,25 +559,28 @@ class ChromaStore(BaseStore):
     def _trim_if_due(self) -> None:
         """Trim the queue rows of the collections written past `QUEUE_TRIM_CHARS` (embedded only).
 
-        Runs between calls, with the gate held alone for the few milliseconds of one UPDATE,
-        never inside a call that holds it already.
+        Runs between calls, only when no other call is in progress (it never makes a search
+        wait behind a long write), with the gate held alone for the few milliseconds of one
+        UPDATE; a collection not trimmed now is tried again after the next write.
         """
         if self.folder is None or self.gate.held_here():
             return
         with self._lock:
             due = {k: self._trimmed.get(k, 0) for k, n in self._queued.items() if n >= QUEUE_TRIM_CHARS}
-            for key in due:
-                self._queued[key] = 0
         if not due:
             return
         try:
-            with self.gate.exclusive():
+            with self.gate.exclusive_now() as alone:
+                if not alone:
+                    return
                 done = disk.trim_queue(self.folder, due)
         except sqlite3.Error:  # a busy or read-only database: the next write tries again
             logger.debug("queue trim failed", exc_info=True)
             return
         with self._lock:
             self._trimmed.update(done)
+            for key in done:
+                self._queued[key] = 0
 
     def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)

@@ -82,6 +82,24 @@ class Gate:
         return bool(getattr(self._held, "depth", 0)) or self._owner == threading.get_ident()
 
     @contextlib.contextmanager
+    def exclusive_now(self) -> Iterator[bool]:
+        """Hold the gate alone if no one holds it now; yields whether it is held (never waits)."""
+        with self._cond:
+            if self._writing or self._readers or self._waiting:
+                free = False
+            else:
+                free = self._writing = True
+                self._owner = threading.get_ident()
+        try:
+            yield free
+        finally:
+            if free:
+                with self._cond:
+                    self._writing = False
+                    self._owner = None
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the gate alone: wait for the readers in progress, keep new ones out."""
         with self._cond:
