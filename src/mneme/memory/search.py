@@ -128,11 +128,20 @@ class Calibrator:
         self._lock = threading.Lock()
 
     def _anchor_vectors(self, lang: str) -> np.ndarray:
+        """One language's anchors; both languages are embedded at the first search.
+
+        A first query in the other language would otherwise wait for the engine later,
+        behind other users' long texts.
+        """
         with self._lock:
             if lang not in self._anchors:
-                vecs = np.asarray(self.embeddings.embed_documents(self._texts[lang]), dtype=np.float32)
+                texts = [t for name in self._texts for t in self._texts[name]]
+                vecs = np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
                 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-9
-                self._anchors[lang] = vecs
+                start = 0
+                for name, group in self._texts.items():
+                    self._anchors[name] = vecs[start : start + len(group)]
+                    start += len(group)
             return self._anchors[lang]
 
     def background(self, query: str) -> tuple[float, float]:
