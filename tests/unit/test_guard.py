@@ -149,7 +149,9 @@ def test_metadata_and_session_ids_are_masked_and_still_found(memory: Memory) -> 
     assert [h.id for h in memory.search("美式", user_id="m", session_id=session)] == [record.id]
 
 
-@pytest.mark.parametrize(("subject", "value"), [("field_a", "V7"), ("field_a", "V47"), ("tier", "gold"), ("seat", "12A")])
+@pytest.mark.parametrize(
+    ("subject", "value"), [("field_a", "V7"), ("field_a", "V47"), ("tier", "gold"), ("seat", "12A")]
+)
 def test_a_profile_field_with_a_code_for_its_value_is_kept(memory: Memory, subject: str, value: str) -> None:
     change = memory.set_field(subject, value, user_id="u")
     assert change.operation == "ADD"
