@@ -614,7 +614,12 @@ class ChromaStore(BaseStore):
 
     def _batch_together(self, ops: list[Op]) -> list[Result]:
         """Concurrent single operations as one batch: reads first (equal ones once), then writes."""
-        ops = [_normalized(op) for op in ops]
+        with self.gate.shared():  # as `batch`: a scrub or a queue trim never runs beside it
+            results = self._together([_normalized(op) for op in ops])
+        self._trim_if_due()
+        return results
+
+    def _together(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)
         results_of = self._get_many([(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)])
         for i, got in results_of.items():
