@@ -348,3 +348,62 @@ def test_applied_queue_rows_are_trimmed_and_a_reopened_store_keeps_everything(
         assert again.search(ns, query="the key under the blue flowerpot", limit=1)[0].key == "last"
     finally:
         again.close()
+
+
+def test_a_queue_trim_never_waits_for_a_call_in_progress() -> None:
+    import threading
+
+    from mneme.store.scrub import Gate
+
+    gate = Gate()
+    inside, leave = threading.Event(), threading.Event()
+
+    def reader() -> None:
+        with gate.shared():
+            inside.set()
+            leave.wait(5)
+
+    worker = threading.Thread(target=reader)
+    worker.start()
+    inside.wait(5)
+    with gate.exclusive_now() as alone:
+        assert not alone  # a search in progress: the trim is put off, nothing waits
+    leave.set()
+    worker.join(5)
+    with gate.exclusive_now() as alone:
+        assert alone
+        assert gate.held_here()
+    with gate.shared():  # released: calls go on
+        pass
+
+
+def test_a_failed_queue_trim_loses_nothing_and_is_tried_again(
+    tmp_path, embeddings: Embeddings, monkeypatch
+) -> None:
+    import sqlite3
+
+    from mneme.store import chroma as chroma_module
+
+    calls: list[int] = []
+    real = chroma_module.disk.trim_queue
+
+    def busy_once(folder, collections):  # type: ignore[no-untyped-def]
+        calls.append(len(collections))
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(folder, collections)
+
+    monkeypatch.setattr(chroma_module.disk, "trim_queue", busy_once)
+    monkeypatch.setattr(chroma_module, "QUEUE_TRIM_CHARS", 100)
+    store = ChromaStore.open(
+        str(tmp_path / "chroma"),
+        index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]},  # type: ignore[attr-defined]
+    )
+    ns = ("memories", "alice")
+    try:
+        for i in range(3):
+            store.put(ns, f"k{i}", {"text": f"a note long enough to be due for a trim, number {i} " * 3})
+        assert len(calls) >= 2  # the failed trim was tried again at the next write
+        assert len(store.search(ns, limit=10)) == 3
+    finally:
+        store.close()

@@ -410,6 +410,8 @@ class ChromaStore(BaseStore):
         self._zeroed: set[str] = set()
         self._queued: dict[str, int] = {}
         """Characters written per collection since its queue rows were last trimmed."""
+        self._due: dict[str, int] = {}
+        """Collections written past `QUEUE_TRIM_CHARS`, each with its highest queue row trimmed."""
         self._trimmed: dict[str, int] = {}
         """The highest queue row trimmed per collection (`scrub.trim_queue`)."""
 
@@ -555,6 +557,8 @@ class ChromaStore(BaseStore):
             with self._lock:
                 key = str(collection.id)
                 self._queued[key] = self._queued.get(key, 0) + chars
+                if self._queued[key] >= QUEUE_TRIM_CHARS:
+                    self._due[key] = self._trimmed.get(key, 0)
 
     def _trim_if_due(self) -> None:
         """Trim the queue rows of the collections written past `QUEUE_TRIM_CHARS` (embedded only).
@@ -563,12 +567,10 @@ class ChromaStore(BaseStore):
         wait behind a long write), with the gate held alone for the few milliseconds of one
         UPDATE; a collection not trimmed now is tried again after the next write.
         """
-        if self.folder is None or self.gate.held_here():
+        if not self._due or self.folder is None or self.gate.held_here():
             return
         with self._lock:
-            due = {k: self._trimmed.get(k, 0) for k, n in self._queued.items() if n >= QUEUE_TRIM_CHARS}
-        if not due:
-            return
+            due = dict(self._due)
         try:
             with self.gate.exclusive_now() as alone:
                 if not alone:
@@ -581,6 +583,7 @@ class ChromaStore(BaseStore):
             self._trimmed.update(done)
             for key in done:
                 self._queued[key] = 0
+                self._due.pop(key, None)
 
     def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = [None] * len(ops)

@@ -94,10 +94,7 @@ class Gate:
             yield free
         finally:
             if free:
-                with self._cond:
-                    self._writing = False
-                    self._owner = None
-                    self._cond.notify_all()
+                self._release()
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -112,10 +109,14 @@ class Gate:
         try:
             yield
         finally:
-            with self._cond:
-                self._writing = False
-                self._owner = None
-                self._cond.notify_all()
+            self._release()
+
+    def _release(self) -> None:
+        """Let the readers and the next writer in after an exclusive hold."""
+        with self._cond:
+            self._writing = False
+            self._owner = None
+            self._cond.notify_all()
 
 
 @dataclass
