@@ -289,6 +289,7 @@ def _wait_ready(acks: Path, pid: int, timeout: float) -> bool:
 
 def _rest_writes(port: int, start: int, acks: Path, stop_at: float) -> None:
     """Write through the REST routes until the server dies (or time is up)."""
+    import http.client
     import urllib.request
 
     i = start
@@ -304,7 +305,7 @@ def _rest_writes(port: int, start: int, acks: Path, stop_at: float) -> None:
         )
         try:
             urllib.request.urlopen(req, timeout=30).read()
-        except OSError:
+        except (OSError, http.client.HTTPException):  # killed before or while it answered
             return  # the server is gone: this write is unacknowledged
         _ack(acks, kind="rest", i=i)
         i += 1
