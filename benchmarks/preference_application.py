@@ -131,6 +131,7 @@ def run_mneme(users: list[User], seed: int = 0) -> Iterator[dict[str, Any]]:
     """Each user's statements through the graph, then each question in a new session."""
     from mneme.graph import build_graph
     from mneme.home import open_home
+    from mneme.memory.repo import Repo
     from mneme.memory.usage import flush_uses
     from mneme.memory.usermodel.recall import touch_of
     from mneme.tokens import counter_for
@@ -154,6 +155,10 @@ def run_mneme(users: list[User], seed: int = 0) -> Iterator[dict[str, Any]]:
                             for w in out.get("writes", [])
                             if w.get("id") and w.get("operation") in ("ADD", "SUPERSEDE", "NOOP", "UPDATE")
                         }
+                repo = Repo(home.store)
+                current = {
+                    pid: any(repo.get(user.id, mid) is not None for mid in ids) for pid, ids in written.items()
+                }
                 for q, pref in enumerate(user.prefs):
                     t0 = time.perf_counter()
                     out = graph.invoke(
@@ -173,6 +178,9 @@ def run_mneme(users: list[User], seed: int = 0) -> Iterator[dict[str, Any]]:
                         "topic": pref.topic,
                         "split": pref.split,
                         "stored": bool(written.get(pref.id)),
+                        # a user's preferences are independent: one no longer current was
+                        # wrongly replaced by a later statement
+                        "replaced": bool(written.get(pref.id)) and not current.get(pref.id, False),
                         "injected": bool(written.get(pref.id, set()) & shown),
                         "noise": len(others),
                         "noise_prefs": [p.id for p in others],
@@ -247,7 +255,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "mean_tokens": round(statistics.fmean(r["tokens"] for r in sel), 1),
             "mean_noise": round(statistics.fmean(r["noise"] for r in sel), 2),
             **(
-                {"stored_rate": round(sum(r["stored"] for r in sel) / len(sel), 3)}
+                {
+                    "stored_rate": round(sum(r["stored"] for r in sel) / len(sel), 3),
+                    "wrongly_replaced": sum(r.get("replaced", False) for r in sel),
+                }
                 if "stored" in sel[0]
                 else {}
             ),

@@ -153,3 +153,26 @@ def test_an_operators_correction_is_read_again_and_no_longer_binds(home: Path) -
         memory.update(change.id or "", "现在能吃辣了，越辣越好", user_id="o")
         edited = memory.get(change.id or "", user_id="o")
         assert edited.text == "现在能吃辣了，越辣越好" and not edited.constraint
+
+
+def test_a_change_read_on_the_pair_replaces_its_old_value_and_independent_facts_stay(home: Path) -> None:
+    with Memory.open(home) as memory:
+        # a body weight (health) revised by a diet's result: another area of life, no shared value
+        memory.add("我体重八十公斤", user_id="w")
+        memory.add("这半年瘦了十斤，现在七十五公斤", user_id="w")
+        current = [r.text for r in memory.get_all(user_id="w")]
+        assert any("七十五" in t for t in current) and not any("八十" in t for t in current), current
+        [new] = [r for r in memory.get_all(user_id="w") if "七十五" in r.text]
+        assert any("八十" in (h.old_text or "") for h in memory.history(new.id, user_id="w")), (
+            "old value in history"
+        )
+        for i, (first, second) in enumerate(
+            [
+                ("我坐轮椅", "我怀孕了"),
+                ("我喜欢爵士乐", "我对猫毛过敏"),
+                ("I'm allergic to peanuts.", "I also can't eat shellfish."),
+            ]
+        ):
+            memory.add(first, user_id=f"i{i}")
+            memory.add(second, user_id=f"i{i}")
+            assert len(memory.get_all(user_id=f"i{i}")) == 2, (first, second)

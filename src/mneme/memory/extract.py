@@ -50,6 +50,10 @@ class Candidate:
     revises: bool = False
     """It revises an earlier statement ("moved on to tea"): the closest current memory of the
     same part of the person's life is superseded rather than kept beside it."""
+    change: float = 0.0
+    """How likely it is a change of mind, as the offline reader's `change` head reads it (0..1;
+    0 where nothing measured it): with the `supersedes` head it decides which earlier memory,
+    if any, it replaces."""
     certainty: float = 1.0
     """How sure the reader is of `aspect` (a rule's field: 1.0; a classifier: its probability)."""
     near: tuple[str, ...] = ()

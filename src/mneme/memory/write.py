@@ -44,7 +44,7 @@ from mneme.memory.record import (
 from mneme.memory.redact import RedactionPolicy, only_markers, redact, redact_field, redact_text, redact_value
 from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
-from mneme.memory.usermodel.heads import item_domains
+from mneme.memory.usermodel.heads import item_domains, supersedes
 from mneme.memory.usermodel.statements import tag_aspect
 from mneme.memory.usermodel.taxonomy import taxonomy
 from mneme.store.locks import exclusive
@@ -73,6 +73,21 @@ FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
 SIMILAR_LIMIT = 5
 """How many similar current memories a candidate is compared with."""
+SUPERSEDES_NEAR = 0.5
+"""`supersedes` probability at which a statement replaces a memory of the same area of life..."""
+CHANGE_NEAR = 0.5
+"""...when the statement reads as a change at least this much (`change` head)."""
+SUPERSEDES_SAME = 0.3
+"""A statement read as a revision (`Candidate.revises`) replaces a memory of its own aspect unless
+the pair reads below this: the head vetoes only what it is fairly sure stands beside the old
+value ("我吃素" then "我最近开始吃肉了" reads 0.48)."""
+SUPERSEDES_FAR = 0.8
+"""`supersedes` probability at which it replaces a memory of another area ("not married" then
+"my wife")..."""
+CHANGE_FAR = 0.3
+"""...when it reads as a change at least this much. The four were chosen on the tuning half of
+the labelled change pairs and the tuning halves' preference homes, where every replacement is
+wrong (docs/benchmarks.md)."""
 KEY_CERTAINTY = 0.5
 """A statement is keyed as its single-valued aspect's field (and so replaces the field's value
 in place) only when the classifier is at least this sure of the aspect: a misread one would
@@ -596,8 +611,8 @@ class Writer:
                 best, rel = similar[0]
                 if rel >= CORRECTION_RELEVANCE:
                     replaced = best
-        if replaced is None and (cand.revises or cand.action == "correct") and cand.aspect:
-            replaced = self._revised(text, (cand.aspect, *cand.near), ctx.user_id)
+        if replaced is None and cand.aspect:
+            replaced = self._revised(text, cand, ctx.user_id)
         if cand.tentative and replaced is None:
             return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]
         if replaced is not None:
@@ -609,17 +624,59 @@ class Writer:
         self.repo.apply(ops)
         return [MemoryChange(operation="ADD", id=record.id, text=record.text, kind=record.kind)]
 
-    def _revised(self, text: str, aspects: tuple[str, ...], user_id: str) -> MemoryRecord | None:
-        """The current user-model memory a revising statement replaces, if any.
+    def _revised(self, text: str, cand: Candidate, user_id: str) -> MemoryRecord | None:
+        """The current user-model memory a statement replaces as a change of mind, if any.
 
-        A memory of the statement's aspect, the most similar first: a new value rarely
-        resembles the old one ("Hoboken" and "Manhattan"), so none is asked for. Else one of
-        the aspects it may also be about, or of the same area of life as any of them (the
-        classifier may read a move as `living_env` and the old home as `residence`), if it is
-        similar enough (`REVISION_RELEVANCE`).
+        Read on each pair (`supersedes`): the user's memories of the same area of life as the
+        statement's aspects, and the ones most like it of any aspect ("I'm not married" then
+        "My wife thinks I work too much"), each judged against the new statement. A memory of
+        the same area needs `SUPERSEDES_NEAR` and a statement that reads as a change at
+        `CHANGE_NEAR` (one of its own aspect, after a statement read as a revision, only
+        `SUPERSEDES_SAME`); one of another area needs `SUPERSEDES_FAR`, `CHANGE_FAR` and to resemble
+        the statement (`REVISION_RELEVANCE`: the pair head alone reads a height and a diet as a
+        change, on the tuning half's preference homes). The
+        likeliest is replaced. A revision a reader asserted without measuring it (an LLM's
+        `revises`, a rule's correction) falls back to the closest memory of the area.
         """
+        aspects = (cand.aspect or "", *cand.near)
+        asserted = cand.revises or cand.action == "correct"
+        if cand.change < CHANGE_FAR and not asserted:
+            return None
         tax = taxonomy()
         area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
+        pool: dict[str, tuple[MemoryRecord, bool, float]] = {}
+        for kind in ("profile", "semantic"):
+            for old, rel in self._similar(text, kind, user_id, {"aspect": {"$in": area}}):
+                pool[old.id] = (old, True, rel)
+            for old, rel in self._similar(text, kind, user_id):
+                if old.aspect:
+                    pool.setdefault(old.id, (old, old.aspect in area, rel))
+        olds = list(pool.values())
+        chance = supersedes([old.text for old, _, _ in olds], text)
+        change = max(cand.change, 1.0 if asserted and cand.change == 0.0 else 0.0)
+        best: tuple[float, MemoryRecord] | None = None
+        for (old, near, rel), p in zip(olds, chance, strict=True):
+            fits = (
+                (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
+                or (old.aspect == cand.aspect and cand.revises and p >= SUPERSEDES_SAME)
+                or (p >= SUPERSEDES_FAR and change >= CHANGE_FAR and rel >= REVISION_RELEVANCE)
+            )
+            if fits and (best is None or p > best[0]):
+                best = (float(p), old)
+        if best is not None:
+            return best[1]
+        if asserted and cand.change == 0.0:
+            return self._closest_of_area(text, aspects, area, user_id)
+        return None
+
+    def _closest_of_area(
+        self, text: str, aspects: tuple[str, ...], area: list[str], user_id: str
+    ) -> MemoryRecord | None:
+        """The memory an asserted revision replaces, unmeasured (an LLM's or a rule's word).
+
+        One of its aspect, the most similar first, else one of a neighbouring aspect of its area
+        similar enough (`REVISION_RELEVANCE`).
+        """
         ranked: list[tuple[int, float, MemoryRecord]] = []
         for kind in ("profile", "semantic"):
             for old, rel in self._similar(text, kind, user_id, {"aspect": {"$in": area}}):

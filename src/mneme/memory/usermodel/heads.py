@@ -17,7 +17,7 @@ WEIGHTS = "user_model"
 HEADS = Heads(WEIGHTS, trainer="mneme.memory.usermodel.train")
 """`memorable` (does a statement say something about the speaker worth keeping), `aspect`,
 `constraint` (is it a hard limit), `change` (does it revise an earlier state), `domain` (of a
-request)."""
+request), `supersedes` (does a statement replace a given earlier one: read on the pair)."""
 
 DOMAIN_FLOOR = 0.2
 """A domain less likely than this share of the most likely one touches nothing (the tail of a
@@ -98,6 +98,32 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
             )
         )
     return out
+
+
+def pair_features(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """What the `supersedes` head reads of (earlier statement, new statement) pairs.
+
+    The new statement itself, what the two share (their product) and where the new one moved
+    away from the old (their difference): "我住杭州" and "上个月搬到上海了" share a place and
+    differ in which, "我坐轮椅" and "我怀孕了" share little but health. Rows of `old` pair with
+    the rows of `new` (one row of `new` pairs with every row of `old`).
+    """
+    old, new = unit(old), unit(new)
+    new = np.broadcast_to(new, old.shape)
+    return np.hstack([new, old * new, new - old]).astype(np.float32)
+
+
+def supersedes(old: Sequence[str], new: str) -> np.ndarray:
+    """The probability that `new` replaces each of `old` (earlier statements of the same person).
+
+    A change of mind ("I'm vegetarian" then "Had the best steak of my life last night") against
+    a statement that stands beside the old one ("我坐轮椅" then "我怀孕了"): read on the pair,
+    not on the new statement alone, which is all the `change` head sees.
+    """
+    if not old:
+        return np.zeros(0)
+    vecs = passage_vectors([*old, new])
+    return HEADS["supersedes"].prob(pair_features(vecs[:-1], vecs[-1:]), "yes")
 
 
 def domains_of(vector: np.ndarray) -> dict[str, float]:

@@ -97,9 +97,15 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         aspect=aspect.key,
         constraint=constraint,
         revises=reading.change >= REVISES and not adds_to(reading.text),
+        change=_change(reading),
         near=reading.aspects,
         certainty=reading.aspect_p,
     )
+
+
+def _change(reading: Reading) -> float:
+    """The change probability a candidate carries: none for a statement that adds ("也", "also")."""
+    return 0.0 if adds_to(reading.text) else reading.change
 
 
 def _changes_a_field(reading: Reading, clause: str) -> bool:
@@ -128,6 +134,7 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
         aspect=aspect.key,
         constraint=cand.constraint or aspect.constraint or reading.constraint >= CONSTRAINT,
         revises=cand.revises or (reading.change >= REVISES and not adds_to(reading.text)),
+        change=max(cand.change, _change(reading)),
         near=reading.aspects,
         certainty=reading.aspect_p,
     )
@@ -146,6 +153,7 @@ def _merge(cands: list[Candidate], zh: bool) -> list[Candidate]:
                 evidence=f"{prev.evidence}{joiner}{cand.evidence}",
                 constraint=prev.constraint or cand.constraint,
                 revises=prev.revises or cand.revises,
+                change=max(prev.change, cand.change),
                 tentative=prev.tentative and cand.tentative,
                 importance=max(prev.importance, cand.importance),
                 sensitivity=max(prev.sensitivity, cand.sensitivity),

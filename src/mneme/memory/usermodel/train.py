@@ -6,6 +6,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mneme.classifier import LinearClassifier, data_hash, data_path, save_heads, unit
-from mneme.memory.usermodel.heads import WEIGHTS
+from mneme.memory.usermodel.heads import WEIGHTS, pair_features
 from mneme.memory.usermodel.taxonomy import TAXONOMY_FILE, taxonomy
 
 EXAMPLES_FILE = "user_model_examples.json"
@@ -22,6 +23,13 @@ SOURCES = (TAXONOMY_FILE, EXAMPLES_FILE)
 """The data the weights are trained on; their hash is recorded in the weights file."""
 L2 = {"memorable": 1e-5, "aspect": 1e-5, "constraint": 1e-5, "change": 1e-5, "domain": 1e-5}
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
+L2_PAIRS = 1e-4
+"""Weight decay of the `supersedes` head (chosen on the tuning half of the labelled change pairs,
+docs/benchmarks.md)."""
+SYNTHETIC_PAIRS = 300
+"""Pairs drawn from the statements for the `supersedes` head, per kind (see `pair_dataset`)."""
+SYNTHETIC_WEIGHT = 0.5
+"""Weight of a drawn pair against a written one."""
 STATEMENT_AS_NO_CHANGE = 0.3
 """Weight of the plain statements among the `change` head's negatives: most statements say how
 things are, not that they changed ("I prefer X over Y" is no revision), but a few do."""
@@ -64,6 +72,50 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             "query",
         ),
     }
+
+
+def pair_dataset(data: dict[str, Any], seed: int = 0) -> tuple[list[str], list[str], list[str], list[float]]:
+    """(earlier, later, target, weight) pairs for the `supersedes` head.
+
+    The written change and compatible pairs, and pairs drawn from the statements (fixed seed):
+    two statements of one single-valued aspect (a second home, a second employer: the later
+    replaces the earlier), two of different aspects (they stand side by side), and two of
+    different aspects of the same area of life (the hard case: a hearing condition and a taste
+    in films; a wheelchair and a pregnancy).
+    """
+    tax = taxonomy()
+    firsts = [p["first"] for p in data.get("pairs", [])]
+    seconds = [p["second"] for p in data.get("pairs", [])]
+    targets = ["yes" if p["relation"] == "change" else "no" for p in data.get("pairs", [])]
+    weights = [1.0] * len(targets)
+    statements = [s for s in data["statements"] if s["aspect"] in tax.aspects]
+    by_aspect: dict[str, list[str]] = {}
+    by_area: dict[str, list[dict[str, Any]]] = {}
+    for st in statements:
+        by_aspect.setdefault(st["aspect"], []).append(st["text"])
+        by_area.setdefault(tax.aspects[st["aspect"]].area, []).append(st)
+    rng = random.Random(seed)
+    singles = sorted(k for k, texts in by_aspect.items() if tax.aspects[k].single and len(texts) >= 2)
+    mixed = sorted(a for a, sts in by_area.items() if len({st["aspect"] for st in sts}) > 1)
+
+    def add(first: str, second: str, target: str) -> None:
+        firsts.append(first)
+        seconds.append(second)
+        targets.append(target)
+        weights.append(SYNTHETIC_WEIGHT)
+
+    for _ in range(SYNTHETIC_PAIRS):
+        first, second = rng.sample(by_aspect[rng.choice(singles)], 2)
+        add(first, second, "yes")
+    for _ in range(2 * SYNTHETIC_PAIRS):
+        one, two = rng.sample(statements, 2)
+        if one["aspect"] != two["aspect"]:
+            add(one["text"], two["text"], "no")
+    for _ in range(SYNTHETIC_PAIRS):
+        one, two = rng.sample(by_area[rng.choice(mixed)], 2)
+        if one["aspect"] != two["aspect"]:
+            add(one["text"], two["text"], "no")
+    return firsts, seconds, targets, weights
 
 
 def _cache_file() -> Path:
@@ -137,6 +189,19 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{name}: {len(texts)} examples, {len(set(targets))} classes, "
             f"cv accuracy {meta['cv_accuracy'].get(name, '-')}, {time.perf_counter() - t0:.1f} s"
         )
+    t0 = time.perf_counter()
+    firsts, seconds, targets, pair_weights = pair_dataset(data)
+    x = pair_features(embed(firsts, "passage"), embed(seconds, "passage"))
+    if not args.no_cv:
+        meta["cv_accuracy"]["supersedes"] = round(cross_validate(x, targets, L2_PAIRS), 4)
+    heads["supersedes"] = LinearClassifier.fit(
+        x, targets, labels=["no", "yes"], l2=L2_PAIRS, sample_weight=pair_weights, epochs=400
+    )
+    meta["counts"]["supersedes"] = len(targets)
+    print(
+        f"supersedes: {len(targets)} pairs, cv accuracy {meta['cv_accuracy'].get('supersedes', '-')}, "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
     path = save_heads(WEIGHTS, heads, meta, data_path(""))
     print(f"wrote {path}")
 
