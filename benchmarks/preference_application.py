@@ -157,7 +157,8 @@ def run_mneme(users: list[User], seed: int = 0) -> Iterator[dict[str, Any]]:
                         }
                 repo = Repo(home.store)
                 current = {
-                    pid: any(repo.get(user.id, mid) is not None for mid in ids) for pid, ids in written.items()
+                    pid: any(repo.get(user.id, mid) is not None for mid in ids)
+                    for pid, ids in written.items()
                 }
                 for q, pref in enumerate(user.prefs):
                     t0 = time.perf_counter()
