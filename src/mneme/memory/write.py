@@ -635,12 +635,14 @@ class Writer:
         `SUPERSEDES_SAME`); one of another area needs `SUPERSEDES_FAR`, `CHANGE_FAR` and to resemble
         the statement (`REVISION_RELEVANCE`: the pair head alone reads a height and a diet as a
         change, on the tuning half's preference homes). The
-        likeliest is replaced. A revision a reader asserted without measuring it (an LLM's
-        `revises`, a rule's correction) falls back to the closest memory of the area.
+        likeliest is replaced. A revision the user's words assert (a rule's correction, "现在更喜欢
+        靠过道") or an LLM's `revises` falls back to the closest memory of the area.
         """
         aspects = (cand.aspect or "", *cand.near)
-        asserted = cand.revises or cand.action == "correct"
-        if cand.change < CHANGE_FAR and not asserted:
+        # a rule's correction ("现在更喜欢…", "actually") or an LLM's `revises`: said, not measured
+        asserted = cand.action == "correct" or (cand.revises and cand.change == 0.0)
+        change = 1.0 if asserted else cand.change
+        if change < CHANGE_FAR:
             return None
         tax = taxonomy()
         area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
@@ -653,19 +655,18 @@ class Writer:
                     pool.setdefault(old.id, (old, old.aspect in area, rel))
         olds = list(pool.values())
         chance = supersedes([old.text for old, _, _ in olds], text)
-        change = max(cand.change, 1.0 if asserted and cand.change == 0.0 else 0.0)
         best: tuple[float, MemoryRecord] | None = None
         for (old, near, rel), p in zip(olds, chance, strict=True):
             fits = (
                 (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
-                or (old.aspect == cand.aspect and cand.revises and p >= SUPERSEDES_SAME)
+                or (old.aspect == cand.aspect and (cand.revises or asserted) and p >= SUPERSEDES_SAME)
                 or (p >= SUPERSEDES_FAR and change >= CHANGE_FAR and rel >= REVISION_RELEVANCE)
             )
             if fits and (best is None or p > best[0]):
                 best = (float(p), old)
         if best is not None:
             return best[1]
-        if asserted and cand.change == 0.0:
+        if asserted:
             return self._closest_of_area(text, aspects, area, user_id)
         return None
 

@@ -208,7 +208,9 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
                 out.append(cand)
             else:
                 out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
-            if all(ruled[i].kind == "episodic" for i in mine) and _changes_a_field(reading, clause):
+            if all(ruled[i].kind == "episodic" for i in mine) and (
+                _changes_a_field(reading, clause) or _says_more(clause, [ruled[i] for i in mine], parts_read)
+            ):
                 new.append(_new_candidate(reading))
             continue
         if is_question(clause) or about_someone_else(clause):
@@ -217,6 +219,19 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return out + _merge(new, zh)
+
+
+def _says_more(clause: str, events: list[Candidate], pieces: list[Reading]) -> bool:
+    """Whether a clause a rule read an event from also says something lasting about the speaker.
+
+    "我在学日语，准备明年考N1": the rule keeps the dated plan; the piece it did not read ("我在学日语")
+    is a statement of its own, so the whole clause is kept as one thought of the user model too.
+    """
+    if is_question(clause) or about_someone_else(clause) or is_hypothetical(clause):
+        return False
+    read_from = [c.evidence or "" for c in events]
+    rest = [p for p in pieces if not any(p.text in e or e in p.text for e in read_from if e)]
+    return bool(memorable(rest))
 
 
 def memorable(pieces: list[Reading]) -> list[Reading]:
