@@ -25,3 +25,21 @@ def test_unrelated_statements_in_one_clause_are_kept_apart() -> None:
     by_aspect = {c.aspect: c.text for c in cands}
     assert "成都高新区" in by_aspect["residence"] and "香菜" not in by_aspect["residence"]
     assert "香菜" in by_aspect["food"]
+
+
+@pytest.mark.parametrize(
+    ("text", "lasting"),
+    [
+        ("我在学西班牙语，打算明年夏天去考DELE。", "西班牙语"),
+        ("I'm learning the cello, my first recital is next month.", "cello"),
+    ],
+)
+def test_a_clause_with_a_dated_plan_keeps_what_it_says_about_the_speaker(text: str, lasting: str) -> None:
+    # the rules keep the dated plan; the piece they did not read is the lasting fact
+    cands = read_message(text)
+    assert any(lasting in c.text and c.aspect for c in cands), [(c.text, c.aspect) for c in cands]
+
+
+def test_a_dated_event_alone_adds_no_statement() -> None:
+    cands = read_message("下周三去医院复查。")
+    assert not any("user_model" in c.tags for c in cands), [(c.text, c.tags) for c in cands]
