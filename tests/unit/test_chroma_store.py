@@ -407,3 +407,30 @@ def test_a_failed_queue_trim_loses_nothing_and_is_tried_again(
         assert len(store.search(ns, limit=10)) == 3
     finally:
         store.close()
+
+
+def test_a_write_counts_its_filter_fields_toward_the_queue_trim(
+    tmp_path, embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row's queue entry holds the value, the document and each filter field's copy of the text."""
+    import sqlite3
+
+    from mneme.store import chroma as chroma_module
+
+    text = "海边的小屋" * 240  # 1,200 characters: value and document alone stay under the limit
+    monkeypatch.setattr(chroma_module, "QUEUE_TRIM_CHARS", 3_000)
+    folder = tmp_path / "chroma"
+    store = ChromaStore.open(
+        str(folder),
+        index={"embed": embeddings, "dims": embeddings.dims, "fields": ["text"]},  # type: ignore[attr-defined]
+    )
+    try:
+        store.put(("memories", "alice"), "k0", {"text": text})
+        with sqlite3.connect(folder / "chroma.sqlite3") as con:
+            kept = con.execute(
+                "SELECT count(*) FROM embeddings_queue WHERE metadata LIKE ?", (f"%{text[:30]}%",)
+            ).fetchone()[0]
+        assert kept == 0  # trimmed after this one write, not after the next one
+        assert store.get(("memories", "alice"), "k0").value["text"] == text  # type: ignore[union-attr]
+    finally:
+        store.close()

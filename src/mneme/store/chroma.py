@@ -95,6 +95,15 @@ def _number(val: Any) -> bool:
     return isinstance(val, int | float) and not isinstance(val, bool)
 
 
+def _row_chars(meta: Mapping[str, Any], document: str) -> int:
+    """What one upserted row leaves in Chroma's queue, in characters.
+
+    Its document and every metadata value: the value's JSON and its flattened filter fields,
+    each a copy of the text it holds.
+    """
+    return len(document) + sum(len(v) if isinstance(v, str) else 8 for v in meta.values() if v is not None)
+
+
 def _flatten(value: Mapping[str, Any]) -> dict[str, Any]:
     """Top-level fields of a value as Chroma metadata: comparable scalars, else a marker."""
     out: dict[str, Any] = {}
@@ -1030,7 +1039,7 @@ class ChromaStore(BaseStore):
         if with_ttl:
             self._mark_ttl(namespace, col)
         col.upsert(ids=keys, embeddings=embeddings, metadatas=metadatas, documents=documents)  # type: ignore[arg-type]
-        self._wrote(col, sum(len(m[_VALUE]) + len(d) for m, d in zip(metadatas, documents, strict=True)))
+        self._wrote(col, sum(_row_chars(m, d) for m, d in zip(metadatas, documents, strict=True)))
         if x_stale:
             extras = self._vector_collection(namespace, create=False)
             if extras is not None:
@@ -1039,6 +1048,7 @@ class ChromaStore(BaseStore):
             extras = self._vector_collection(namespace, create=True)
             assert extras is not None
             extras.upsert(ids=x_ids, embeddings=x_vectors, metadatas=x_metas)  # type: ignore[arg-type]
+            self._wrote(extras, sum(_row_chars(m, "") for m in x_metas))
         if self.folder is not None:
             # The first write of a collection creates its HNSW files from uninitialized memory
             fresh = [c for c in (col, self._vector_collection(namespace, create=False)) if c is not None]
