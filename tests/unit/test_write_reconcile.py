@@ -196,3 +196,18 @@ def test_a_crash_in_the_middle_of_a_write_then_a_retry_leaves_one_memory_and_ful
     assert ops_of(memory.add("我喜欢靠窗的座位", user_id="u", session_id="s")) == ["NOOP"]
     assert [r.text for r in memory.get_all(user_id="u")] == ["喜欢靠窗的座位"]
     assert [r.operation for r in memory.history(change.id, user_id="u")] == ["ADD"]
+
+
+def test_an_asserted_revision_replaces_its_own_aspect_first_and_a_neighbour_only_when_alike() -> None:
+    from mneme.memory.record import MemoryRecord
+    from mneme.memory.write import REVISION_RELEVANCE, closest_of_area
+
+    home = MemoryRecord(id="home", user_id="u", text="住在杭州", aspect="residence")
+    flat = MemoryRecord(id="flat", user_id="u", text="房子朝南，两室一厅", aspect="living_env")
+    aspects = ("residence", "living_env")
+    # its own aspect wins even when a neighbour resembles the new statement more
+    assert closest_of_area([(flat, 0.9), (home, 0.1)], aspects) is home
+    # a neighbour is replaced only when it is alike enough, never by a statement it barely resembles
+    assert closest_of_area([(flat, REVISION_RELEVANCE + 0.1)], aspects) is flat
+    assert closest_of_area([(flat, REVISION_RELEVANCE - 0.1)], aspects) is None
+    assert closest_of_area([], aspects) is None

@@ -634,9 +634,9 @@ class Writer:
         `CHANGE_NEAR` (one of its own aspect, after a statement read as a revision, only
         `SUPERSEDES_SAME`); one of another area needs `SUPERSEDES_FAR`, `CHANGE_FAR` and to resemble
         the statement (`REVISION_RELEVANCE`: the pair head alone reads a height and a diet as a
-        change, on the tuning half's preference homes). The
-        likeliest is replaced. A revision the user's words assert (a rule's correction, "现在更喜欢
-        靠过道") or an LLM's `revises` falls back to the closest memory of the area.
+        change, on the tuning half's preference homes). The likeliest is replaced. A revision the
+        user's words assert (a rule's correction, "现在更喜欢靠过道") or an LLM's `revises` falls
+        back to the closest memory of the area (`closest_of_area`).
         """
         aspects = (cand.aspect or "", *cand.near)
         # a rule's correction ("现在更喜欢…", "actually") or an LLM's `revises`: said, not measured
@@ -646,10 +646,13 @@ class Writer:
             return None
         tax = taxonomy()
         area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
-        pool: dict[str, tuple[MemoryRecord, bool, float]] = {}
+        in_area = [
+            found
+            for kind in ("profile", "semantic")
+            for found in self._similar(text, kind, user_id, {"aspect": {"$in": area}})
+        ]
+        pool = {old.id: (old, True, rel) for old, rel in in_area}
         for kind in ("profile", "semantic"):
-            for old, rel in self._similar(text, kind, user_id, {"aspect": {"$in": area}}):
-                pool[old.id] = (old, True, rel)
             for old, rel in self._similar(text, kind, user_id):
                 if old.aspect:
                     pool.setdefault(old.id, (old, old.aspect in area, rel))
@@ -666,33 +669,7 @@ class Writer:
                 best = (float(p), old)
         if best is not None:
             return best[1]
-        if asserted:
-            return self._closest_of_area(text, aspects, area, user_id)
-        return None
-
-    def _closest_of_area(
-        self, text: str, aspects: tuple[str, ...], area: list[str], user_id: str
-    ) -> MemoryRecord | None:
-        """The memory an asserted revision replaces, unmeasured (an LLM's or a rule's word).
-
-        One of its aspect, the most similar first, else one of a neighbouring aspect of its area
-        similar enough (`REVISION_RELEVANCE`).
-        """
-        ranked: list[tuple[int, float, MemoryRecord]] = []
-        for kind in ("profile", "semantic"):
-            for old, rel in self._similar(text, kind, user_id, {"aspect": {"$in": area}}):
-                if old.aspect == aspects[0]:
-                    ranked.append((0, -rel, old))
-                elif rel >= REVISION_RELEVANCE:
-                    ranked.append(
-                        (
-                            1 + (aspects.index(old.aspect) if old.aspect in aspects else len(aspects)),
-                            -rel,
-                            old,
-                        )
-                    )
-        ranked.sort(key=lambda r: (r[0], r[1]))
-        return ranked[0][2] if ranked else None
+        return closest_of_area(in_area, aspects) if asserted else None
 
     def _noop(self, existing: MemoryRecord, reason: str) -> MemoryChange:
         return MemoryChange(
@@ -825,6 +802,29 @@ class Writer:
                 )
             )
         return changes
+
+
+def closest_of_area(
+    in_area: list[tuple[MemoryRecord, float]], aspects: tuple[str, ...]
+) -> MemoryRecord | None:
+    """The memory an asserted revision replaces, unmeasured (an LLM's or a rule's word).
+
+    Of the memories of its area of life (with their calibrated relevance): one of its aspect,
+    the most similar first, else one of a neighbouring aspect similar enough
+    (`REVISION_RELEVANCE`), the aspects it may also be about first.
+    """
+    ranked = [
+        (
+            0
+            if old.aspect == aspects[0]
+            else 1 + (aspects.index(old.aspect) if old.aspect in aspects else len(aspects)),
+            -rel,
+            old,
+        )
+        for old, rel in in_area
+        if old.aspect == aspects[0] or rel >= REVISION_RELEVANCE
+    ]
+    return min(ranked, key=lambda r: (r[0], r[1]))[2] if ranked else None
 
 
 def relabelled(record: MemoryRecord) -> MemoryRecord:

@@ -227,7 +227,7 @@ def _says_more(clause: str, events: list[Candidate], pieces: list[Reading]) -> b
     "我在学日语，准备明年考N1": the rule keeps the dated plan; the piece it did not read ("我在学日语")
     is a statement of its own, so the whole clause is kept as one thought of the user model too.
     """
-    if is_question(clause) or about_someone_else(clause) or is_hypothetical(clause):
+    if is_question(clause) or about_someone_else(clause):  # (a supposition never gets here)
         return False
     read_from = [c.evidence or "" for c in events]
     rest = [p for p in pieces if not any(p.text in e or e in p.text for e in read_from if e)]
