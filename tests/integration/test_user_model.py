@@ -166,6 +166,11 @@ def test_a_change_read_on_the_pair_replaces_its_old_value_and_independent_facts_
         assert any("八十" in (h.old_text or "") for h in memory.history(new.id, user_id="w")), (
             "old value in history"
         )
+        # a statement that does not sound like a change alone, read against its own aspect's memory
+        memory.add("I'm not married.", user_id="m")
+        memory.add("My wife says I work too much.", user_id="m")
+        current = [r.text for r in memory.get_all(user_id="m")]
+        assert current == ["My wife says I work too much."], current
         for i, (first, second) in enumerate(
             [
                 ("我坐轮椅", "我怀孕了"),

@@ -73,7 +73,7 @@ FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
 SIMILAR_LIMIT = 5
 """How many similar current memories a candidate is compared with."""
-SUPERSEDES_NEAR = 0.5
+SUPERSEDES_NEAR = 0.6
 """`supersedes` probability at which a statement replaces a memory of the same area of life..."""
 CHANGE_NEAR = 0.5
 """...when the statement reads as a change at least this much (`change` head)."""
@@ -81,6 +81,10 @@ SUPERSEDES_SAME = 0.3
 """A statement read as a revision (`Candidate.revises`) replaces a memory of its own aspect unless
 the pair reads below this: the head vetoes only what it is fairly sure stands beside the old
 value ("我吃素" then "我最近开始吃肉了" reads 0.48)."""
+SUPERSEDES_ASPECT = 0.7
+"""`supersedes` probability at which a statement replaces a memory of its own aspect however little
+it reads as a change alone: "我养了一条金毛" then "金毛送给我爸妈养了，我现在家里只有一只猫" (the
+`change` head reads 0.07, the pair 0.71), "I'm not married" then "My wife thinks I work too much"."""
 SUPERSEDES_FAR = 0.8
 """`supersedes` probability at which it replaces a memory of another area ("not married" then
 "my wife")..."""
@@ -634,7 +638,9 @@ class Writer:
         `CHANGE_NEAR` (one of its own aspect, after a statement read as a revision, only
         `SUPERSEDES_SAME`); one of another area needs `SUPERSEDES_FAR`, `CHANGE_FAR` and to resemble
         the statement (`REVISION_RELEVANCE`: the pair head alone reads a height and a diet as a
-        change, on the tuning half's preference homes). The likeliest is replaced. A revision the
+        change, on the tuning half's preference homes). A statement that does not read as a
+        change alone (`CHANGE_FAR`) is judged against its own aspect's memories only, and
+        replaces one at `SUPERSEDES_ASPECT`. The likeliest is replaced. A revision the
         user's words assert (a rule's correction, "现在更喜欢靠过道") or an LLM's `revises` falls
         back to the closest memory of the area (`closest_of_area`).
         """
@@ -642,28 +648,35 @@ class Writer:
         # a rule's correction ("现在更喜欢…", "actually") or an LLM's `revises`: said, not measured
         asserted = cand.action == "correct" or (cand.revises and cand.change == 0.0)
         change = 1.0 if asserted else cand.change
-        if change < CHANGE_FAR:
-            return None
         tax = taxonomy()
-        area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
+        if change < CHANGE_FAR:  # not read as a change: only its own aspect, read on the pair
+            area = [cand.aspect or ""]
+        else:
+            area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
         in_area = [
             found
             for kind in ("profile", "semantic")
             for found in self._similar(text, kind, user_id, {"aspect": {"$in": area}})
         ]
         pool = {old.id: (old, True, rel) for old, rel in in_area}
-        for kind in ("profile", "semantic"):
-            for old, rel in self._similar(text, kind, user_id):
-                if old.aspect:
-                    pool.setdefault(old.id, (old, old.aspect in area, rel))
+        if change >= CHANGE_FAR:
+            for kind in ("profile", "semantic"):
+                for old, rel in self._similar(text, kind, user_id):
+                    if old.aspect:
+                        pool.setdefault(old.id, (old, old.aspect in area, rel))
         olds = list(pool.values())
+        if not olds:
+            return None
         chance = supersedes([old.text for old, _, _ in olds], text)
         best: tuple[float, MemoryRecord] | None = None
         for (old, near, rel), p in zip(olds, chance, strict=True):
-            fits = (
-                (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
-                or (old.aspect == cand.aspect and (cand.revises or asserted) and p >= SUPERSEDES_SAME)
-                or (p >= SUPERSEDES_FAR and change >= CHANGE_FAR and rel >= REVISION_RELEVANCE)
+            fits = (old.aspect == cand.aspect and p >= SUPERSEDES_ASPECT) or (
+                change >= CHANGE_FAR
+                and (
+                    (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
+                    or (old.aspect == cand.aspect and (cand.revises or asserted) and p >= SUPERSEDES_SAME)
+                    or (p >= SUPERSEDES_FAR and rel >= REVISION_RELEVANCE)
+                )
             )
             if fits and (best is None or p > best[0]):
                 best = (float(p), old)
