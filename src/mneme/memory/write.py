@@ -170,6 +170,14 @@ class WriteContext:
         return replace(self, source=source, metadata=meta)
 
     @property
+    def from_messages(self) -> bool:
+        """Whether what is written was read from the user's own messages by the extractor.
+
+        False for a memory given as is (`save`, a memory tool, an import).
+        """
+        return self.source.actor == "user"
+
+    @property
     def source_key(self) -> str:
         """The source message(s) of this write, for idempotent rows."""
         return "\x1e".join([self.source.thread_id or "", *self.source.message_ids])
@@ -616,7 +624,7 @@ class Writer:
                 if rel >= CORRECTION_RELEVANCE:
                     replaced = best
         if replaced is None and cand.aspect:
-            replaced = self._revised(text, cand, ctx.user_id)
+            replaced = self._revised(text, cand, ctx.user_id, on_pair=ctx.from_messages)
         if cand.tentative and replaced is None:
             return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]
         if replaced is not None:
@@ -628,7 +636,9 @@ class Writer:
         self.repo.apply(ops)
         return [MemoryChange(operation="ADD", id=record.id, text=record.text, kind=record.kind)]
 
-    def _revised(self, text: str, cand: Candidate, user_id: str) -> MemoryRecord | None:
+    def _revised(
+        self, text: str, cand: Candidate, user_id: str, *, on_pair: bool = True
+    ) -> MemoryRecord | None:
         """The current user-model memory a statement replaces as a change of mind, if any.
 
         Read on each pair (`supersedes`): the user's memories of the same area of life as the
@@ -640,7 +650,9 @@ class Writer:
         the statement (`REVISION_RELEVANCE`: the pair head alone reads a height and a diet as a
         change, on the tuning half's preference homes). A statement that does not read as a
         change alone (`CHANGE_FAR`) is judged against its own aspect's memories only, and
-        replaces one at `SUPERSEDES_ASPECT`. The likeliest is replaced. A revision the
+        replaces one at `SUPERSEDES_ASPECT`, when it was read from the user's messages
+        (`on_pair`): a memory given as is (`save`, a tool) replaces another only on a sign of
+        change, never on the pair alone. The likeliest is replaced. A revision the
         user's words assert (a rule's correction, "现在更喜欢靠过道") or an LLM's `revises` falls
         back to the closest memory of the area (`closest_of_area`).
         """
@@ -650,6 +662,8 @@ class Writer:
         change = 1.0 if asserted else cand.change
         tax = taxonomy()
         if change < CHANGE_FAR:  # not read as a change: only its own aspect, read on the pair
+            if not on_pair:
+                return None
             area = [cand.aspect or ""]
         else:
             area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
