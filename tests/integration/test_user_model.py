@@ -173,7 +173,7 @@ def test_a_change_read_on_the_pair_replaces_its_old_value_and_independent_facts_
         assert current == ["My wife says I work too much."], current
         # a memory given as is (`save`, a tool) replaces another only on a sign of change
         memory.save("I'm not married.", user_id="ms")
-        memory.save("My wife says I work too much.", user_id="ms")
+        memory.save("My wife says I work too much.", user_id="ms", actor="user")  # whoever calls it
         assert len(memory.get_all(user_id="ms")) == 2
         for i, (first, second) in enumerate(
             [

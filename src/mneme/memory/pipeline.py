@@ -176,6 +176,7 @@ class Pipeline:
             message_ids=[str(m["id"]) for m in job.messages if m.get("id")],
         )
         ctx = write_context(context, job.user_id, source, job.metadata, job.agent_id)
+        ctx.from_messages = True
         changes: list[MemoryChange] = []
         texts: list[str] = []
         said = [t for m in job.messages if (t := str(m.get("content") or "")).strip()]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field, replace
@@ -72,7 +73,9 @@ superseded by a statement that revises something; one of the same aspect needs n
 FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
 SIMILAR_LIMIT = 5
-"""How many similar current memories a candidate is compared with."""
+"""How many similar current memories of each kind a candidate is compared with."""
+USER_MODEL_KINDS: tuple[Kind, ...] = ("profile", "semantic")
+"""The kinds a user-model memory is stored as."""
 SUPERSEDES_NEAR = 0.6
 """`supersedes` probability at which a statement replaces a memory of the same area of life..."""
 CHANGE_NEAR = 0.5
@@ -157,6 +160,9 @@ class WriteContext:
     the `Context.ttl_*_days` defaults."""
     confirmed: bool = True
     """Whether what is written was stated by the user (False: inferred by a model or agent)."""
+    from_messages: bool = False
+    """Whether it was read from the user's own messages by the extractor (False: a memory given
+    as is, by `save`, a memory tool or an import)."""
 
     def screened(self) -> WriteContext:
         """This context with personal data masked in its metadata values and its session id."""
@@ -168,14 +174,6 @@ class WriteContext:
         if source is self.source and meta == self.metadata:
             return self
         return replace(self, source=source, metadata=meta)
-
-    @property
-    def from_messages(self) -> bool:
-        """Whether what is written was read from the user's own messages by the extractor.
-
-        False for a memory given as is (`save`, a memory tool, an import).
-        """
-        return self.source.actor == "user"
 
     @property
     def source_key(self) -> str:
@@ -591,8 +589,7 @@ class Writer:
             # correction, or a statement read with less certainty): that one is replaced
             same = [
                 (old, rel)
-                for kind in ("profile", "semantic")
-                for old, rel in self._similar(text, kind, ctx.user_id, {"aspect": cand.aspect})
+                for old, rel in self._similar(text, USER_MODEL_KINDS, ctx.user_id, {"aspect": cand.aspect})
                 if old.id != rid
             ]
             if same:
@@ -603,7 +600,7 @@ class Writer:
                     return [self._noop(old, "the same value is already stored")]
                 replaced = old
         if replaced is None and not keyed:
-            similar = self._similar(text, cand.kind, ctx.user_id)
+            similar = self._similar(text, [cand.kind], ctx.user_id)
             for old, rel in similar:
                 if _numbers(old.text) != _numbers(text):
                     continue  # "order 1001" and "order 1002" are different facts, however alike
@@ -667,30 +664,24 @@ class Writer:
             area = [cand.aspect or ""]
         else:
             area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
-        in_area = [
-            found
-            for kind in ("profile", "semantic")
-            for found in self._similar(text, kind, user_id, {"aspect": {"$in": area}})
-        ]
+        in_area = self._similar(text, USER_MODEL_KINDS, user_id, {"aspect": {"$in": area}})
         pool = {old.id: (old, True, rel) for old, rel in in_area}
         if change >= CHANGE_FAR:
-            for kind in ("profile", "semantic"):
-                for old, rel in self._similar(text, kind, user_id):
-                    if old.aspect:
-                        pool.setdefault(old.id, (old, old.aspect in area, rel))
+            for old, rel in self._similar(text, USER_MODEL_KINDS, user_id):
+                if old.aspect:
+                    pool.setdefault(old.id, (old, old.aspect in area, rel))
         olds = list(pool.values())
         if not olds:
             return None
         chance = supersedes([old.text for old, _, _ in olds], text)
         best: tuple[float, MemoryRecord] | None = None
         for (old, near, rel), p in zip(olds, chance, strict=True):
-            fits = (old.aspect == cand.aspect and p >= SUPERSEDES_ASPECT) or (
-                change >= CHANGE_FAR
-                and (
-                    (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
-                    or (old.aspect == cand.aspect and (cand.revises or asserted) and p >= SUPERSEDES_SAME)
-                    or (p >= SUPERSEDES_FAR and rel >= REVISION_RELEVANCE)
-                )
+            same = old.aspect == cand.aspect
+            fits = (
+                (same and p >= SUPERSEDES_ASPECT)
+                or (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
+                or (same and (cand.revises or asserted) and p >= SUPERSEDES_SAME and change >= CHANGE_FAR)
+                or (p >= SUPERSEDES_FAR and rel >= REVISION_RELEVANCE and change >= CHANGE_FAR)
             )
             if fits and (best is None or p > best[0]):
                 best = (float(p), old)
@@ -704,10 +695,13 @@ class Writer:
         )
 
     def _similar(
-        self, text: str, kind: Kind, user_id: str, filters: dict[str, Any] | None = None
+        self, text: str, kinds: Sequence[Kind], user_id: str, filters: dict[str, Any] | None = None
     ) -> list[tuple[MemoryRecord, float]]:
-        """A user's current memories of a kind like `text`, with calibrated relevance, best first."""
-        found = self.repo.search(user_id, text, kinds=[kind], limit=SIMILAR_LIMIT, filters=filters)
+        """A user's current memories of some kinds like `text`, with calibrated relevance, best first.
+
+        `SIMILAR_LIMIT` of each kind, searched in one batch.
+        """
+        found = self.repo.search(user_id, text, kinds=kinds, limit=SIMILAR_LIMIT, filters=filters)
         if not found:
             return []
         cal: Calibrator | None = calibrator_for(self.store)
@@ -802,10 +796,7 @@ class Writer:
         ) is not None:
             targets[keyed.id] = keyed
         if not targets and not cand.target:
-            hits = self._similar(topic, "semantic", ctx.user_id) + self._similar(
-                topic, "profile", ctx.user_id
-            )
-            hits += self._similar(topic, "episodic", ctx.user_id)
+            hits = self._similar(topic, ["semantic", "profile", "episodic"], ctx.user_id)
             for record, _ in hits:
                 if normalize_text(topic) in normalize_text(record.text):
                     targets[record.id] = record
