@@ -19,6 +19,13 @@ MEMORY_BLOCK = (
 )
 """How retrieved long-term memories are shown to the model."""
 
+MEMORY_SAME_ASPECT = (
+    "Notes marked with a time are about the same thing, oldest first; "
+    "where they disagree, the later one holds."
+)
+"""Added to the memory block when it shows two or more notes of one person about the same aspect
+(a diet said twice, "我不吃辣" then "我现在能吃一点辣了"): the model can tell which stands."""
+
 SUMMARY_BLOCK = "<summary>\nSummary of the earlier part of this conversation:\n{summary}\n</summary>"
 """How the running summary of older turns is shown to the model."""
 

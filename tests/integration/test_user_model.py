@@ -185,3 +185,18 @@ def test_a_change_read_on_the_pair_replaces_its_old_value_and_independent_facts_
             memory.add(first, user_id=f"i{i}")
             memory.add(second, user_id=f"i{i}")
             assert len(memory.get_all(user_id=f"i{i}")) == 2, (first, second)
+
+
+def test_a_diet_said_twice_reaches_the_model_in_the_order_it_was_said(home: Path) -> None:
+    graph = build_graph(home=home)
+    say(graph, "我不吃辣，辣的都不行", "u")
+    say(graph, "我现在能吃一点辣了", "u")
+    block = say(graph, "帮我推荐附近的餐厅", "u")["prompt"]["memory_block"]
+    lines = [line for line in block.splitlines() if "辣" in line]
+    # both may be current (the write path does not always read the second as a change); the
+    # model is shown which came later, and told that it holds
+    if len(lines) == 2:
+        assert "不吃辣" in lines[0] and "能吃" in lines[1]
+        assert all("said" in line for line in lines) and "the later one holds" in block
+    else:
+        assert lines and "能吃" in lines[0] and "不吃辣" not in block

@@ -127,6 +127,52 @@ def test_memory_block_respects_its_budget(mem_store: InMemoryStore) -> None:
     assert out["token_usage"]["total"] + 1024 <= 8192
 
 
+def test_memories_of_one_aspect_are_shown_oldest_first_with_when_they_were_said(
+    mem_store: InMemoryStore,
+) -> None:
+    row = {"who": "", "kind": "semantic", "user_id": "u", "constraint": True, "score": None}
+    memories = [
+        {
+            **row,
+            "ref": 1,
+            "id": "a",
+            "text": "我现在能吃一点辣了",
+            "aspect": "diet",
+            "said": "2026-12-03T10:05:09+00:00",
+        },
+        {
+            **row,
+            "ref": 2,
+            "id": "b",
+            "text": "我对花生过敏",
+            "aspect": "allergy",
+            "said": "2026-11-01T08:00:00+00:00",
+        },
+        {
+            **row,
+            "ref": 3,
+            "id": "c",
+            "text": "我不吃辣",
+            "aspect": "diet",
+            "said": "2026-12-03T10:05:01+00:00",
+        },
+    ]
+    block = build_context(State(messages=[human("推荐餐厅")], memories=memories), rt(mem_store))["prompt"][
+        "memory_block"
+    ]
+    lines = [line for line in block.splitlines() if line.startswith("- #")]
+    assert lines == [
+        "- #3 (constraint, said 2026-12-03 10:05) 我不吃辣",
+        "- #2 (constraint) 我对花生过敏",
+        "- #1 (constraint, said 2026-12-03 10:05) 我现在能吃一点辣了",
+    ]
+    assert "the later one holds" in block
+
+    alone = build_context(State(messages=[human("推荐餐厅")], memories=memories[:2]), rt(mem_store))
+    assert "said" not in alone["prompt"]["memory_block"]  # nothing to tell apart: no times, no note
+    assert "the later one holds" not in alone["prompt"]["memory_block"]
+
+
 def test_agent_sees_system_prompt_first_with_memories_and_task(mem_store: InMemoryStore) -> None:
     model = ScriptedChatModel.script("好的")
     agent = make_agent(model, default_tools())

@@ -29,17 +29,51 @@ def counter_of(ctx: Context, model: Any = None) -> TokenCounter:
     return counter_for(model_name(model if model is not None else (ctx.model or None)))
 
 
+def same_aspect(memories: list[dict[str, Any]]) -> list[list[int]]:
+    """Groups of two or more memories of one person about the same aspect (their positions).
+
+    Two current notes of one aspect may disagree ("我不吃辣", later "我现在能吃一点辣了", when the
+    write path did not read the second as replacing the first); the model needs to know which
+    came later.
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, mem in enumerate(memories):
+        if mem.get("aspect") and mem.get("said"):
+            groups.setdefault((str(mem.get("user_id") or ""), str(mem["aspect"])), []).append(i)
+    return [group for group in groups.values() if len(group) > 1]
+
+
 def memory_lines(memories: list[dict[str, Any]], ctx: Context) -> list[str]:
-    """One line per memory: `- #ref [who] (kind) text`, each cut to `memory_max_chars`."""
+    """One line per memory: `- #ref [who] (kind) text`, each cut to `memory_max_chars`.
+
+    Memories of one person about the same aspect are shown oldest first in the places they
+    hold, each with the time it was last said (`- #ref (kind, said 2026-12-03 14:05) text`).
+    """
+    ordered = list(memories)
+    dated: set[int] = set()
+    for group in same_aspect(memories):
+        for place, i in zip(group, sorted(group, key=lambda i: str(memories[i]["said"])), strict=True):
+            ordered[place] = memories[i]
+        dated.update(group)
     lines = []
-    for mem in memories:
+    for place, mem in enumerate(ordered):
         text = " ".join(str(mem["text"]).split())
         if len(text) > ctx.memory_max_chars:
             text = text[: ctx.memory_max_chars - 1] + "…"
         who = f"[{mem['who']}] " if mem.get("who") else ""
         label = "constraint" if mem.get("constraint") else mem["kind"]
+        if place in dated:
+            label += f", said {str(mem['said'])[:16].replace('T', ' ')}"
         lines.append(f"- #{mem['ref']} {who}({label}) {text}")
     return lines
+
+
+def render_block(memories: list[dict[str, Any]], ctx: Context) -> str:
+    """The memory block of these memories, with the note on same-aspect memories when they occur."""
+    body = "\n".join(memory_lines(memories, ctx))
+    if same_aspect(memories):
+        body = f"{prompts.MEMORY_SAME_ASPECT}\n{body}"
+    return prompts.MEMORY_BLOCK.format(memories=body)
 
 
 def memory_block(
@@ -59,7 +93,7 @@ def memory_block(
     limit = ctx.budget_memory if budget is None else budget
     kept = list(memories)
     while kept:
-        block = prompts.MEMORY_BLOCK.format(memories="\n".join(memory_lines(kept, ctx)))
+        block = render_block(kept, ctx)
         if counter.count(block) <= limit:
             return block
         # Profile fields (score None) are kept longest; then the best-scored memories.
