@@ -200,3 +200,14 @@ def test_a_diet_said_twice_reaches_the_model_in_the_order_it_was_said(home: Path
         assert all("said" in line for line in lines) and "the later one holds" in block
     else:
         assert lines and "能吃" in lines[0] and "不吃辣" not in block
+
+
+def test_a_diet_said_again_is_the_latest_word(home: Path) -> None:
+    graph = build_graph(home=home)
+    for text in ("我不吃辣", "我现在能吃一点辣了", "我不吃辣"):
+        say(graph, text, "u")
+    block = say(graph, "帮我推荐附近的餐厅", "u")["prompt"]["memory_block"]
+    lines = [line for line in block.splitlines() if "辣" in line]
+    # said again unchanged, the first statement is the latest word, whatever the write path
+    # made of the second
+    assert lines and lines[-1].endswith("不吃辣")

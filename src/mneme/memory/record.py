@@ -192,6 +192,14 @@ class MemoryRecord(BaseModel):
     domains: dict[str, float] = Field(default_factory=dict)
     """The kinds of request it matters for (the user model's domains, most likely first, with
     their probabilities): "对羊毛过敏" matters for clothes, "对花生过敏" for meals."""
+    said_at: str | None = None
+    """When the user last said it again, unchanged (a NOOP): a memory is last said at the later
+    of this and `updated_at` (`last_said`)."""
+
+    @property
+    def last_said(self) -> str:
+        """When the user last said it: written, changed, or said again."""
+        return max(self.updated_at, self.said_at or "")
 
     def model_post_init(self, __context: Any) -> None:
         """Fill the content hash and the language."""
@@ -291,6 +299,8 @@ class MemoryHit(BaseModel):
     """Every aspect it may be about, `aspect` first."""
     domains: dict[str, float] = Field(default_factory=dict)
     """The kinds of request it matters for, with their probabilities."""
+    said_at: str = ""
+    """When the user last said it (written, changed or said again unchanged)."""
 
     @classmethod
     def of(cls, record: MemoryRecord, score: float) -> MemoryHit:
@@ -312,6 +322,7 @@ class MemoryHit(BaseModel):
             constraint=record.constraint,
             aspects=list(record.aspects),
             domains=dict(record.domains),
+            said_at=record.last_said,
         )
 
 

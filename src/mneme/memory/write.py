@@ -573,7 +573,7 @@ class Writer:
                 or (value is not None and existing.value == value)
                 or (polarity(existing.text) == polarity(text) and filler_only_difference(existing.text, text))
             ):
-                return [self._noop(existing, "same memory already stored")]
+                return [self._said_again(existing, "same memory already stored")]
             return [self._supersede(existing, record, ctx, ops, in_place=True)]
         replaced: MemoryRecord | None = None
         if cand.target:
@@ -597,7 +597,7 @@ class Writer:
                 if polarity(old.text) == polarity(text) and (
                     filler_only_difference(old.text, text) or rel >= DUPLICATE_RELEVANCE
                 ):
-                    return [self._noop(old, "the same value is already stored")]
+                    return [self._said_again(old, "the same value is already stored")]
                 replaced = old
         if replaced is None and not keyed:
             similar = self._similar(text, [cand.kind], ctx.user_id)
@@ -606,7 +606,7 @@ class Writer:
                     continue  # "order 1001" and "order 1002" are different facts, however alike
                 same_polarity = polarity(old.text) == polarity(text)
                 if same_polarity and filler_only_difference(old.text, text) and rel >= DUPLICATE_RELEVANCE:
-                    return [self._noop(old, "a memory with the same meaning exists")]
+                    return [self._said_again(old, "a memory with the same meaning exists")]
             for old, rel in similar:
                 if (
                     _numbers(old.text) == _numbers(text)
@@ -626,7 +626,7 @@ class Writer:
             return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]
         if replaced is not None:
             if normalize_text(replaced.text) == normalize_text(text):
-                return [self._noop(replaced, "same memory already stored")]
+                return [self._said_again(replaced, "same memory already stored")]
             return [self._supersede(replaced, record, ctx, ops, in_place=False)]
         ops.append(self._history_op(ctx, record.id, "ADD", None, record.text, key=record.content_hash))
         ops += self._put_ops(record)
@@ -688,6 +688,17 @@ class Writer:
         if best is not None:
             return best[1]
         return closest_of_area(in_area, aspects) if asserted else None
+
+    def _said_again(self, existing: MemoryRecord, reason: str) -> MemoryChange:
+        """A NOOP for a user-model memory said again unchanged: its `said_at` is refreshed.
+
+        The memory block orders memories of one aspect by when they were last said ("不吃辣",
+        "能吃一点辣了", then "不吃辣" again: the first is the latest word). Nothing else changes,
+        so no history row is written.
+        """
+        if existing.aspect:
+            self.repo.apply(self._put_ops(existing.model_copy(update={"said_at": now_iso()})))
+        return self._noop(existing, reason)
 
     def _noop(self, existing: MemoryRecord, reason: str) -> MemoryChange:
         return MemoryChange(
