@@ -43,3 +43,22 @@ def test_a_clause_with_a_dated_plan_keeps_what_it_says_about_the_speaker(text: s
 def test_a_dated_event_alone_adds_no_statement() -> None:
     cands = read_message("下周三去医院复查。")
     assert not any("user_model" in c.tags for c in cands), [(c.text, c.tags) for c in cands]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "医生说我缺铁，现在开始偶尔吃点鱼和鸡肉了。",
+        "My doctor says I need more iron, so I've started eating fish.",
+    ],
+)
+def test_what_someone_says_about_the_speaker_is_about_the_speaker(text: str) -> None:
+    # the grammatical subject is the doctor; the statement is the speaker's diet
+    assert any(c.aspect for c in read_message(text)), [(c.text, c.aspect) for c in read_message(text)]
+
+
+@pytest.mark.parametrize(
+    "text", ["我同事不吃香菜。", "我朋友说她不吃辣。", "My friend said she hates sushi."]
+)
+def test_what_others_say_about_themselves_is_not_kept(text: str) -> None:
+    assert not any(c.aspect for c in read_message(text)), [(c.text, c.aspect) for c in read_message(text)]

@@ -71,14 +71,25 @@ def is_hypothetical(clause: str) -> bool:
     return bool(_HYPOTHETICAL.match(clause.strip()))
 
 
+_REPORTED = re.compile(
+    r"^\S{0,12}?(?:说|讲|觉得|认为|建议|让|叫|要求|告诉我|嘱咐|提醒)(?:了)?(?:我|咱)"
+    r"|^[\w\s']{0,40}?\b(?:says?|said|thinks?|thought|told|tells|wants?|advised|recommends?|recommended)"
+    r"\s+(?:that\s+)?(?:I|I'm|me|my)\b",
+    re.I,
+)
+
+
 def about_someone_else(clause: str) -> bool:
     """Whether a clause's subject is another person outside the speaker's family.
 
     "我同事不吃香菜" or "My neighbor's kid goes to UCLA" say nothing about the speaker, although
     they read almost like "我不吃香菜": an embedding barely tells them apart, the grammatical
     subject does. Family members stay: what is true of the speaker's child is part of their life.
+    Reported speech about the speaker is about the speaker ("医生说我缺铁", "My doctor told me
+    to cut down on salt").
     """
-    return bool(_ABOUT_OTHERS.match(clause.strip()))
+    said = clause.strip()
+    return bool(_ABOUT_OTHERS.match(said)) and not _REPORTED.match(said)
 
 
 def _importance(constraint: bool, single: bool) -> float:
