@@ -43,15 +43,22 @@ def same_aspect(memories: list[dict[str, Any]]) -> list[list[int]]:
     return [group for group in groups.values() if len(group) > 1]
 
 
-def memory_lines(memories: list[dict[str, Any]], ctx: Context) -> list[str]:
+def memory_lines(
+    memories: list[dict[str, Any]], ctx: Context, groups: list[list[int]] | None = None
+) -> list[str]:
     """One line per memory: `- #ref [who] (kind) text`, each cut to `memory_max_chars`.
 
     Memories of one person about the same aspect are shown oldest first in the places they
     hold, each with the time it was last said (`- #ref (kind, said 2026-12-03 14:05) text`).
+
+    Args:
+        memories: The rows to show.
+        ctx: The run's settings (line length).
+        groups: `same_aspect(memories)`, when already computed.
     """
     ordered = list(memories)
     dated: set[int] = set()
-    for group in same_aspect(memories):
+    for group in same_aspect(memories) if groups is None else groups:
         for place, i in zip(group, sorted(group, key=lambda i: str(memories[i]["said"])), strict=True):
             ordered[place] = memories[i]
         dated.update(group)
@@ -70,8 +77,9 @@ def memory_lines(memories: list[dict[str, Any]], ctx: Context) -> list[str]:
 
 def render_block(memories: list[dict[str, Any]], ctx: Context) -> str:
     """The memory block of these memories, with the note on same-aspect memories when they occur."""
-    body = "\n".join(memory_lines(memories, ctx))
-    if same_aspect(memories):
+    groups = same_aspect(memories)
+    body = "\n".join(memory_lines(memories, ctx, groups))
+    if groups:
         body = f"{prompts.MEMORY_SAME_ASPECT}\n{body}"
     return prompts.MEMORY_BLOCK.format(memories=body)
 

@@ -87,7 +87,7 @@ def _row(hit: MemoryHit, ref: int, who: str, person: str, model: bool) -> dict[s
         "text": hit.text,
         "aspect": hit.aspect,
         "constraint": hit.constraint,
-        "said": hit.said_at or hit.updated_at,
+        "said": hit.said_at,
         "score": None if model else hit.score,
     }
 
