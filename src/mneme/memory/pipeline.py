@@ -64,8 +64,10 @@ def write_context(
     source: Source,
     metadata: dict[str, Any] | None = None,
     agent_id: str | None = None,
+    *,
+    from_messages: bool = False,
 ) -> WriteContext:
-    """The writer's settings for one write under a context."""
+    """The writer's settings for one write under a context (`from_messages`: see `WriteContext`)."""
     return WriteContext(
         user_id=user_id,
         source=source,
@@ -73,6 +75,7 @@ def write_context(
         agent_id=agent_id,
         policy=RedactionPolicy.from_context(context),
         ttl_days=ttl_of(context),
+        from_messages=from_messages,
     )
 
 
@@ -175,8 +178,7 @@ class Pipeline:
             actor="user",
             message_ids=[str(m["id"]) for m in job.messages if m.get("id")],
         )
-        ctx = write_context(context, job.user_id, source, job.metadata, job.agent_id)
-        ctx.from_messages = True
+        ctx = write_context(context, job.user_id, source, job.metadata, job.agent_id, from_messages=True)
         changes: list[MemoryChange] = []
         texts: list[str] = []
         said = [t for m in job.messages if (t := str(m.get("content") or "")).strip()]
