@@ -211,3 +211,24 @@ def test_a_diet_said_again_is_the_latest_word(home: Path) -> None:
     # said again unchanged, the first statement is the latest word, whatever the write path
     # made of the second
     assert lines and lines[-1].endswith("不吃辣")
+
+
+def test_a_turn_that_retrieves_nothing_sends_no_earlier_turns_memories(home: Path) -> None:
+    graph = build_graph(home=home)
+    say(graph, "I live in Austin, Texas.", "carol")
+    config = {"configurable": {"thread_id": "carol-weather"}}
+    first = graph.invoke(
+        {
+            "messages": [
+                {"role": "user", "content": "What's the weather going to be like this week where I live?"}
+            ]
+        },
+        config,
+        context={"user_id": "carol"},
+    )
+    assert "Austin" in first["prompt"]["memory_block"]
+    later = graph.invoke(
+        {"messages": [{"role": "user", "content": "2+2?"}]}, config, context={"user_id": "carol"}
+    )
+    assert later["memories"] == []
+    assert "Austin" not in later["prompt"]["memory_block"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -300,7 +300,8 @@ def _join(texts: dict[str, str], history: list[AnyMessage], ctx: Context) -> lis
 def build_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Decide the memory block of this turn and record the token use of each part."""
     ctx = context_of(runtime)
-    out = assemble(state, ctx, counter_of(ctx))
+    # decided afresh from this turn's memories: the block of an earlier turn is never carried over
+    out = assemble(replace(state, prompt={}), ctx, counter_of(ctx))
     prompt = {
         "memory_block": out.parts.get("memories", ""),
         "recap_block": out.parts.get("recaps", ""),
