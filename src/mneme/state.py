@@ -99,6 +99,9 @@ class State(InputState):
     """Speakers of the current turn (one user, or the people of a group chat)."""
     turn_start: str = ""
     """Id of the first message of the current turn."""
+    owner: str = ""
+    """The user (or group) whose thread this is: set on its first turn; another user's run of
+    the thread is refused, since its history and memory block are the owner's."""
     prompt: Annotated[dict[str, Any], Latest()] = field(default_factory=dict)
     """What `build_context` decided: the memory block and where the history window starts."""
     token_usage: Annotated[dict[str, int], Latest()] = field(default_factory=dict)
@@ -117,6 +120,7 @@ class MemoryFields(TypedDict, total=False):
     | key | written by | read by |
     |---|---|---|
     | `turn_start` | `ingest` | `extract_memories` (without it: from the last user message on) |
+    | `owner` | `ingest` (first turn of a thread) | `ingest` (another user's run is refused) |
     | `task` | `ingest` | `retrieve_memories` (slots join the query), `build_context`, `summarize` |
     | `participants` | `ingest` | `retrieve_memories` (without it: the run's user) |
     | `recaps` | `ingest` (first turn of a session) | `build_context` |
@@ -136,6 +140,7 @@ class MemoryFields(TypedDict, total=False):
     task: TaskState
     participants: list[str]
     turn_start: str
+    owner: str
     prompt: Annotated[dict[str, Any], Latest()]
     token_usage: Annotated[dict[str, int], Latest()]
     memory_refs: Annotated[dict[str, str], Latest()]

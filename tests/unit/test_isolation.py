@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
@@ -18,6 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 
 from mneme.context import Context
+from mneme.errors import InputError
 from mneme.graph import build_graph
 from mneme.memory.api import Memory
 from mneme.nodes import make_tools
@@ -110,3 +112,25 @@ def test_no_operation_sequence_leaks_across_users(ops: list[tuple[str, int, int]
             found = {m["id"] for m in out["memories"]}
         assert found <= _own_ids(memory, user)
         assert not found & _others_ids(memory, user)
+
+
+def test_a_thread_is_its_owners_another_users_run_of_it_is_refused() -> None:
+    emb = HashEmbeddings()
+    store = InMemoryStore(index={"embed": emb, "dims": emb.dims, "fields": ["text"]})
+    memory = Memory(store)
+    graph = build_graph(model="offline", checkpointer=InMemorySaver(), store=store)
+    config: Any = {"configurable": {"thread_id": "shared"}}
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "I'm allergic to peanuts, my email is alice@example.com"}]},
+        config,
+        context={"user_id": "alice"},
+    )
+    alices = {k: v for k, v in memory.export(user_id="alice").items() if k != "exported_at"}
+    with pytest.raises(InputError, match="another user's session"):
+        graph.invoke({"messages": [{"role": "user", "content": "2+2?"}]}, config, context={"user_id": "bob"})
+    assert {k: v for k, v in memory.export(user_id="alice").items() if k != "exported_at"} == alices
+    assert memory.get_all(user_id="bob") == []
+    out = graph.invoke(
+        {"messages": [{"role": "user", "content": "3+3?"}]}, config, context={"user_id": "alice"}
+    )
+    assert out["owner"] == "alice"

@@ -181,10 +181,15 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Check the new input, merge a group burst, update task state and the session record.
 
     Raises:
-        InputError: no user id, no new user message, an empty one, or one over the size limit.
+        InputError: no user id, no new user message, an empty one, one over the size limit, or
+            a thread another user started (its history and memories are theirs).
     """
     ctx = context_of(runtime)
     user = check_user(ctx.user_id)
+    if state.owner and state.owner != user:
+        raise InputError(
+            f"mneme: thread {thread_id() or ''!r} is another user's session; start a new thread for user {user!r}"
+        )
     # `summary` and `recaps` are re-written every turn, though they seldom change: they are
     # delta channels (`state.Latest`), and a read walks back to their last full copy, which
     # comes every few writes; unwritten, that walk would reach the thread's first turn.
@@ -214,6 +219,7 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     earlier = [m for m in state.messages if m.id != last.id]
     updates["task"] = update_task(state.task, text, earlier)
     updates["participants"] = participants
+    updates["owner"] = user
     thread = thread_id()
     if runtime.store is not None and thread:
         title = str((state.group or {}).get("trigger", {}).get("content", "")) if state.group else text
