@@ -62,3 +62,17 @@ def test_what_someone_says_about_the_speaker_is_about_the_speaker(text: str) -> 
 )
 def test_what_others_say_about_themselves_is_not_kept(text: str) -> None:
     assert not any(c.aspect for c in read_message(text)), [(c.text, c.aspect) for c in read_message(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ("I have two kids, they're 4 and 9.", "4 and 9"),
+        ("我有两个孩子，一个四岁一个九岁", "四岁"),
+        ("When I fly I always want a window seat.", "When I fly"),
+    ],
+)
+def test_what_a_rule_reads_keeps_the_details_the_user_gave(text: str, detail: str) -> None:
+    # "Has two kids" / "Flies I always want a window seat" lost the ages, or garbled the clause
+    texts = [c.text for c in read_message(text) if c.aspect]
+    assert any(detail in t for t in texts), texts

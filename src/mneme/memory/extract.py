@@ -984,8 +984,8 @@ def _statement_en(segment: str, now: datetime) -> Candidate | None:
     if not m or not EN_TIME.search(segment) or _HYPOTHETICAL.search(segment):
         return None
     rest = m.group(1).strip()
-    if _EN_NOT_EVENT.match(rest):
-        return None
+    if _EN_NOT_EVENT.match(rest) or re.search(r"\bI\b", rest):
+        return None  # a second "I": two clauses ("When I fly I always..."), which a rewrite garbles
     past = bool(_EN_PAST.match(rest)) or bool(
         re.match(r"(?:'ve|have)\s+(?:been|just|recently|finally)", rest)
     )

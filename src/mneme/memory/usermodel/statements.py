@@ -267,11 +267,17 @@ def separate(pieces: list[Reading]) -> bool:
     return len({tax.aspects[p.aspect].area for p in pieces}) >= 2
 
 
-def in_context(cand: Candidate, clause: str) -> bool:
-    """Whether a like, dislike or allergy a rule read is better kept as the user said it.
+IN_CONTEXT_TAGS = frozenset({"preference", "health", "family", "schedule", "identity", "location"})
+"""What a rule reads about the speaker that is kept with its clause (`in_context`): not an order or
+a contact (a structured value, said once)."""
 
-    A rule keeps its object ("喜欢慢节奏" from "出门我喜欢慢节奏，一天顶多逛两个地方"); when the
-    clause says more around it (where, why, what follows), the whole clause is the memory, so
+
+def in_context(cand: Candidate, clause: str) -> bool:
+    """Whether a fact a rule read about the speaker is better kept as the user said it.
+
+    A rule keeps its object ("喜欢慢节奏" from "出门我喜欢慢节奏，一天顶多逛两个地方", "Has two kids"
+    from "I have two kids, they're 4 and 9"); when the clause says more around it (where, why,
+    how old, what follows), the whole clause is the memory, so
     that a later answer sees the circumstances, and its aspect is read from all of it. (Not
     when the rest is a statement of its own, `separate`: "我的邮箱是…，我不吃辣".)
     """
@@ -279,7 +285,7 @@ def in_context(cand: Candidate, clause: str) -> bool:
     return (
         cand.subject is None
         and cand.kind == "semantic"
-        and bool({"preference", "health"} & set(cand.tags))
+        and bool(IN_CONTEXT_TAGS & set(cand.tags))
         and cand.action in ("add", "correct")
         and len(said) <= CONTEXT_CHARS
         and bool(evidence)
