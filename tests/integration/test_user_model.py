@@ -246,3 +246,17 @@ def test_a_request_barely_read_as_a_statement_replaces_no_fact(home: Path) -> No
     say(graph, "今晚在家做饭，给我们俩出个菜单", "wang")
     with Memory.open(home) as mem:
         assert any("四川人" in r.text for r in mem.get_all(user_id="wang") if r.kind != "episodic")
+
+
+def test_a_session_recap_quoting_a_changed_fact_is_history_in_search(home: Path) -> None:
+    graph = build_graph(home=home)
+    say(graph, "我住在北京", "zhao")
+    say(graph, "我上个月搬到上海了", "zhao")
+    with Memory.open(home) as mem:
+        current = [h.text for h in mem.search("我住在哪个城市", user_id="zhao")]
+        assert current and "上海" in current[0]
+        assert not any("北京" in t for t in current)
+        history = [
+            h.text for h in mem.search("我住在哪个城市", user_id="zhao", include_history=True, limit=10)
+        ]
+        assert any("北京" in t for t in history)

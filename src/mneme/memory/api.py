@@ -42,7 +42,7 @@ from mneme.memory.redact import RedactionPolicy, redact_text
 from mneme.memory.repo import KINDS, Repo
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.usermodel.view import UserModelView, user_model_view
-from mneme.memory.write import WriteContext, Writer, user_lock
+from mneme.memory.write import OUTDATED, WriteContext, Writer, user_lock
 from mneme.tokens import message_text
 from mneme.validate import (
     MAX_LIMIT,
@@ -523,7 +523,9 @@ class Memory:
             user_id: Whose memories.
             limit: At most this many hits.
             kinds: Only these kinds (`profile`, `semantic`, `episodic`).
-            include_history: Also return superseded versions (marked `current=False`).
+            include_history: Also return superseded versions (marked `current=False`) and the
+                recaps of sessions that quote a fact since changed or forgotten (marked
+                `metadata.outdated`: "会话「我住在北京」" after "我搬到上海了").
             filters: Conditions on metadata keys, e.g. `{"topic": "travel"}` or
                 `{"dia_id": {"$in": ["D1:3", "D1:4"]}}`, or on record attributes
                 (`importance`, `confidence`, `sensitivity`, `subject`, `value`, `speaker`,
@@ -546,6 +548,8 @@ class Memory:
         if filters is not None:
             check_json(filters, "filters", limit=MAX_METADATA_CHARS, depth=3)
         check_filters(filters)
+        if not include_history and not {OUTDATED, f"metadata.{OUTDATED}"} & set(filters or {}):
+            filters = {**(filters or {}), f"metadata.{OUTDATED}": {"$ne": True}}
         min_relevance = check_number(min_relevance, "min_relevance", 0.0, 1.0)
         session_id = optional_name(session_id, "session_id")
         if max_sensitivity is not None:
