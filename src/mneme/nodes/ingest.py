@@ -7,7 +7,7 @@ import logging
 import re
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
@@ -168,13 +168,47 @@ def merge_group(group: GroupInput) -> tuple[HumanMessage, list[str]]:
     return message, speakers
 
 
-def _stale_inputs(messages: list[AnyMessage], keep: str | None) -> list[RemoveMessage]:
-    """Earlier user inputs that a previous turn refused (empty): they leave the thread."""
+def _stale_inputs(messages: list[AnyMessage], keep: str | None, refused: set[str]) -> list[RemoveMessage]:
+    """Earlier user inputs that a previous turn refused (empty, or another user's): they leave the thread."""
     return [
         RemoveMessage(id=m.id)
         for m in messages
-        if isinstance(m, HumanMessage) and m.id and m.id != keep and not message_text(m).strip()
+        if isinstance(m, HumanMessage)
+        and m.id
+        and m.id != keep
+        and (m.id in refused or not message_text(m).strip())
     ]
+
+
+REFUSED_INPUTS = "refused_inputs"
+"""Session-record key: ids of messages another user sent to the thread (refused; LangGraph had
+already stored them as the run's input), removed on the owner's next turn."""
+
+
+def _refused_inputs(store: BaseStore | None, user: str, thread: str | None) -> set[str]:
+    if store is None or not thread:
+        return set()
+    session = Repo(store).session(user, thread) or {}
+    return {str(i) for i in session.get(REFUSED_INPUTS) or []}
+
+
+def _refuse_foreign(state: State, store: BaseStore | None, user: str) -> NoReturn:
+    """Refuse another user's run of a thread, noting its input for the owner's next turn to remove.
+
+    Raises:
+        InputError: always.
+    """
+    thread = thread_id()
+    last = state.messages[-1] if state.messages else None
+    if store is not None and thread and not state.group and isinstance(last, HumanMessage) and last.id:
+        repo = Repo(store)
+        session = repo.session(state.owner, thread)
+        if session is not None:
+            noted = [*(session.get(REFUSED_INPUTS) or []), last.id]
+            repo.put_session(state.owner, thread, {**session, REFUSED_INPUTS: noted})
+    raise InputError(
+        f"mneme: thread {thread or ''!r} is another user's session; start a new thread for user {user!r}"
+    )
 
 
 def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -187,9 +221,7 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = context_of(runtime)
     user = check_user(ctx.user_id)
     if state.owner and state.owner != user:
-        raise InputError(
-            f"mneme: thread {thread_id() or ''!r} is another user's session; start a new thread for user {user!r}"
-        )
+        _refuse_foreign(state, runtime.store, user)
     # `summary` and `recaps` are re-written every turn, though they seldom change: they are
     # delta channels (`state.Latest`), and a read walks back to their last full copy, which
     # comes every few writes; unwritten, that walk would reach the thread's first turn.
@@ -212,7 +244,9 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             f"mneme: the message has {len(text):,} characters, more than max_message_chars="
             f"{ctx.max_message_chars:,}; split it or raise the limit"
         )
-    removals = _stale_inputs(list(state.messages), last.id)
+    thread = thread_id()
+    refused = _refused_inputs(runtime.store, user, thread)
+    removals = _stale_inputs(list(state.messages), last.id, refused)
     if new_messages or removals:
         updates["messages"] = [*removals, *new_messages]
     updates["turn_start"] = last.id or ""
@@ -220,7 +254,6 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     updates["task"] = update_task(state.task, text, earlier)
     updates["participants"] = participants
     updates["owner"] = user
-    thread = thread_id()
     if runtime.store is not None and thread:
         title = str((state.group or {}).get("trigger", {}).get("content", "")) if state.group else text
         if record_session(runtime.store, user, thread, title, group=bool(state.group)) and not state.group:
@@ -244,6 +277,7 @@ def record_session(store: BaseStore, user: str, thread: str, title: str, *, grou
             "turns": 0,
         }
     session.update(updated_at=now, turns=int(session.get("turns", 0)) + 1)
+    session.pop(REFUSED_INPUTS, None)  # removed from the thread by this turn (`_stale_inputs`)
     if group:
         session["group"] = True
     repo.put_session(user, thread, session)
