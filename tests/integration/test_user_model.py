@@ -259,3 +259,20 @@ def test_a_session_recap_quoting_a_changed_fact_is_history_in_search(home: Path)
             h.text for h in mem.search("我住在哪个城市", user_id="zhao", include_history=True, limit=10)
         ]
         assert any("北京" in t for t in history)
+
+
+@pytest.mark.parametrize(
+    ("home_said", "place", "local", "elsewhere"),
+    [
+        ("I live in Denver.", "Denver", "Do I need a jacket tonight?", "Write a short poem about the sea."),
+        ("我住在成都高新区", "成都", "周六带孩子去哪儿玩比较近？", "帮我把这句话翻译成英文：谢谢你的帮助"),
+    ],
+)
+def test_where_the_user_lives_reaches_requests_that_depend_on_it(
+    home: Path, home_said: str, place: str, local: str, elsewhere: str
+) -> None:
+    graph = build_graph(home=home)
+    say(graph, home_said, "u")
+    say(graph, "I'm allergic to shellfish.", "u")
+    assert place in say(graph, local, "u")["prompt"]["memory_block"]
+    assert place not in say(graph, elsewhere, "u")["prompt"]["memory_block"]

@@ -17,7 +17,8 @@ WEIGHTS = "user_model"
 HEADS = Heads(WEIGHTS, trainer="mneme.memory.usermodel.train")
 """`memorable` (does a statement say something about the speaker worth keeping), `aspect`,
 `constraint` (is it a hard limit), `change` (does it revise an earlier state), `domain` (of a
-request), `supersedes` (does a statement replace a given earlier one: read on the pair)."""
+request), `local` (does a request's answer depend on where the person is), `supersedes` (does a
+statement replace a given earlier one: read on the pair)."""
 
 DOMAIN_FLOOR = 0.2
 """A domain less likely than this share of the most likely one touches nothing (the tail of a
@@ -131,6 +132,14 @@ def domains_of(vector: np.ndarray) -> dict[str, float]:
     head = HEADS["domain"]
     probs = head.probs(vector)[0]
     return {label: float(p) for label, p in zip(head.labels, probs, strict=True)}
+
+
+def local_of(vector: np.ndarray) -> float:
+    """The probability that a request's answer depends on where the person lives or is.
+
+    The weather, somewhere to eat nearby, a commute; read on the request's E5 query vector.
+    """
+    return float(HEADS["local"].prob(vector, "yes")[0])
 
 
 def touched(domains: dict[str, float]) -> dict[str, float]:

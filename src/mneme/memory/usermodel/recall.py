@@ -8,7 +8,7 @@ from langgraph.store.base import BaseStore
 
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
-from mneme.memory.usermodel.heads import domains_of, overlap, query_vector, touched
+from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, touched
 
 TOUCH_MIN = 0.25
 """An aspect a request touches less than this (0..1, see `heads.touched`) brings nothing in."""
@@ -33,6 +33,12 @@ allergy beside the dislike of spicy food, since constraints outrank likes."""
 CONSTRAINT_MIN = 0.5
 """(the score such a constraint needs: lower than `PICK_MIN`, since a constraint shares no words
 with most requests it binds; both chosen on the tuning halves, docs/benchmarks.md)"""
+LOCAL_MIN = 0.5
+"""A request whose answer depends on where the person is (`heads.local_of` at least this: the
+weather, brunch nearby, a plumber) touches their home fully, whatever its domain, and their home
+is shown where the picks leave room (the head's even odds; docs/benchmarks.md)."""
+PLACE = "residence"
+"""The aspect such a request needs."""
 CANDIDATES = 12
 """User-model memories considered per person and turn (the best by relevance within the
 aspects the request touches)."""
@@ -44,6 +50,8 @@ class Touch:
 
     domains: dict[str, float]
     aspects: dict[str, float]
+    local: float = 0.0
+    """Probability that the answer depends on where the person is."""
 
     def top_domains(self, n: int = 2) -> list[tuple[str, float]]:
         """The most likely domains, best first (for debugging and the benchmark)."""
@@ -52,8 +60,13 @@ class Touch:
 
 def touch_of(request: str) -> Touch:
     """The domains of a request and the aspects of a person they touch."""
-    domains = domains_of(query_vector(request))
-    return Touch(domains=domains, aspects=touched(domains))
+    vector = query_vector(request)
+    domains = domains_of(vector)
+    aspects = touched(domains)
+    local = local_of(vector)
+    if local >= LOCAL_MIN:
+        aspects[PLACE] = 1.0
+    return Touch(domains=domains, aspects=aspects, local=local)
 
 
 def user_model_hits(
@@ -118,6 +131,8 @@ def user_model_hits(
     kept = sorted((p for p in scored if p[0] >= floor or binding(p[1], p[0], touch)), key=lambda p: -p[0])[
         :limit
     ]
+    # where the person lives, for a request that depends on it, where there is room
+    kept += [p for p in scored if placed(p[1], touch) and p not in kept][: max(0, limit - len(kept))]
     kept.sort(key=lambda p: (not p[1].constraint, -p[0]))  # hard constraints first
     return [hit for _, hit in kept]
 
@@ -131,6 +146,11 @@ def binding(hit: MemoryHit, score: float, touch: Touch) -> bool:
     return (
         hit.constraint and score >= CONSTRAINT_MIN and touch_weight(hit, touch, near=1.0) >= CONSTRAINT_TOUCH
     )
+
+
+def placed(hit: MemoryHit, touch: Touch) -> bool:
+    """Where the person lives, for a request whose answer depends on it (the weather, a gym nearby)."""
+    return touch.local >= LOCAL_MIN and hit.aspect == PLACE
 
 
 def score_of(hit: MemoryHit, touch: Touch) -> float:

@@ -21,7 +21,7 @@ from mneme.memory.usermodel.taxonomy import TAXONOMY_FILE, taxonomy
 EXAMPLES_FILE = "user_model_examples.json"
 SOURCES = (TAXONOMY_FILE, EXAMPLES_FILE)
 """The data the weights are trained on; their hash is recorded in the weights file."""
-L2 = {"memorable": 1e-5, "aspect": 1e-5, "constraint": 1e-5, "change": 1e-5, "domain": 1e-5}
+L2 = {"memorable": 1e-5, "aspect": 1e-5, "constraint": 1e-5, "change": 1e-5, "domain": 1e-5, "local": 1e-4}
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
 L2_PAIRS = 1e-4
 """Weight decay of the `supersedes` head (chosen on the tuning half of the labelled change pairs,
@@ -69,6 +69,11 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
         "domain": (
             [r["text"] for r in data["requests"] if r["domain"] in tax.domains],
             [r["domain"] for r in data["requests"] if r["domain"] in tax.domains],
+            "query",
+        ),
+        "local": (  # does the answer depend on where the person is (weather, nearby, commute)
+            [r["text"] for r in data.get("local_requests", [])],
+            ["yes" if r["local"] else "no" for r in data.get("local_requests", [])],
             "query",
         ),
     }
