@@ -276,3 +276,12 @@ def test_where_the_user_lives_reaches_requests_that_depend_on_it(
     say(graph, "I'm allergic to shellfish.", "u")
     assert place in say(graph, local, "u")["prompt"]["memory_block"]
     assert place not in say(graph, elsewhere, "u")["prompt"]["memory_block"]
+
+
+def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) -> None:
+    graph = build_graph(home=home)
+    say(graph, "I live in Austin.", "sam")
+    say(graph, "Relocated to Toronto for a job this spring.", "sam")
+    with Memory.open(home) as mem:
+        facts = [r.text for r in mem.get_all(user_id="sam") if r.kind != "episodic"]
+    assert any("Toronto" in t for t in facts) and not any("Austin" in t for t in facts)

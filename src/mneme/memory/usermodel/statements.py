@@ -24,6 +24,13 @@ changes of mind read below it ("我现在开始吃肉了" 0.61, "我最近戒咖
 TENTATIVE = 0.15
 """A clause below `MEMORABLE` but at least this memorable that reads as a revision is kept
 tentatively: only if it revises a memory the user already has."""
+TENTATIVE_CHANGE = 0.9
+"""A clause below even `TENTATIVE` is kept tentatively when it reads as a change at least this much..."""
+TENTATIVE_ASPECT = 0.5
+"""...and is clearly about one aspect: "Relocated to Toronto for a job this spring." (0.04
+memorable, 1.00 change, residence 0.68) and "Went back to an iPhone." replace what they revise,
+a request that only mentions a change ("帮我把这段话缩短一点：…活动将顺延至下周六", aspect 0.27) does
+not. Neutral on the tuning half's pairs and homes (docs/benchmarks.md)."""
 EVENT_ASPECT = 0.5
 """A dated event the rules read ("我上个月搬到上海了") also updates a single-valued aspect it
 changes (home, employer) when the classifier reads that aspect with at least this probability."""
@@ -307,7 +314,14 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
         return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
     if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
         return [_new_candidate(reading)]
-    if reading.memorable >= TENTATIVE and reading.change >= REVISES and not adds_to(clause):
+    if (
+        (
+            reading.memorable >= TENTATIVE
+            or (reading.change >= TENTATIVE_CHANGE and reading.aspect_p >= TENTATIVE_ASPECT)
+        )
+        and reading.change >= REVISES
+        and not adds_to(clause)
+    ):
         return [_new_candidate(reading, tentative=True)]
     return []
 
