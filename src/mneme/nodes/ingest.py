@@ -185,13 +185,6 @@ REFUSED_INPUTS = "refused_inputs"
 already stored them as the run's input), removed on the owner's next turn."""
 
 
-def _refused_inputs(store: BaseStore | None, user: str, thread: str | None) -> set[str]:
-    if store is None or not thread:
-        return set()
-    session = Repo(store).session(user, thread) or {}
-    return {str(i) for i in session.get(REFUSED_INPUTS) or []}
-
-
 def _refuse_foreign(state: State, store: BaseStore | None, user: str) -> NoReturn:
     """Refuse another user's run of a thread, noting its input for the owner's next turn to remove.
 
@@ -245,7 +238,8 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             f"{ctx.max_message_chars:,}; split it or raise the limit"
         )
     thread = thread_id()
-    refused = _refused_inputs(runtime.store, user, thread)
+    session = Repo(runtime.store).session(user, thread) if runtime.store is not None and thread else None
+    refused = {str(i) for i in (session or {}).get(REFUSED_INPUTS) or []}
     removals = _stale_inputs(list(state.messages), last.id, refused)
     if new_messages or removals:
         updates["messages"] = [*removals, *new_messages]
@@ -253,19 +247,38 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     earlier = [m for m in state.messages if m.id != last.id]
     updates["task"] = update_task(state.task, text, earlier)
     updates["participants"] = participants
-    updates["owner"] = user
+    if not state.owner:
+        updates["owner"] = user
     if runtime.store is not None and thread:
         title = str((state.group or {}).get("trigger", {}).get("content", "")) if state.group else text
-        if record_session(runtime.store, user, thread, title, group=bool(state.group)) and not state.group:
+        new = record_session(runtime.store, user, thread, title, group=bool(state.group), session=session)
+        if new and not state.group:
             updates["recaps"] = start_session(runtime.store, user, thread, ctx)
     return updates
 
 
-def record_session(store: BaseStore, user: str, thread: str, title: str, *, group: bool) -> bool:
-    """Create or update the session record of a thread; True when the session is new."""
+def record_session(
+    store: BaseStore,
+    user: str,
+    thread: str,
+    title: str,
+    *,
+    group: bool,
+    session: dict[str, Any] | None = None,
+) -> bool:
+    """Create or update the session record of a thread; True when the session is new.
+
+    Args:
+        store: The memory store.
+        user: The session's user.
+        thread: The thread id.
+        title: What the session is about (its first message; kept only when the session is new).
+        group: Whether it is a group chat.
+        session: The record as already read this turn (read here when None).
+    """
     repo = Repo(store)
     now = now_iso()
-    session = repo.session(user, thread)
+    session = dict(session) if session is not None else repo.session(user, thread)
     new = session is None
     if session is None:
         first = redact_text((title.strip().splitlines() or [""])[0])  # before it is cut
