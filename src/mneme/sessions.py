@@ -20,7 +20,7 @@ from mneme.errors import NotFoundError
 from mneme.memory.forget import forget_threads, scrub_store
 from mneme.memory.record import Source, check_user
 from mneme.memory.redact import redact_text
-from mneme.memory.repo import Repo
+from mneme.memory.repo import REFUSED_INPUTS, Repo
 from mneme.memory.write import WriteContext, Writer
 from mneme.tokens import message_text
 from mneme.validate import check_bool, clean_name
@@ -176,11 +176,11 @@ class Sessions:
         Raises:
             NotFoundError: the thread is unknown or belongs to another user.
         """
-        info = self._info(user_id, self._record(thread_id, user_id))
+        record = self._record(thread_id, user_id)
         values = self.state(thread_id)
-        messages = [to_session_message(m) for m in values.get("messages") or [] if isinstance(m, BaseMessage)]
+        messages = [to_session_message(m) for m in _own_messages(values, record)]
         return SessionDetail(
-            **info.model_dump(),
+            **self._info(user_id, record).model_dump(),
             messages=messages,
             summary=str(values.get("summary") or ""),
             task=dict(values.get("task") or {}),
@@ -252,7 +252,7 @@ class Sessions:
 
         record = self._record(thread_id, user_id)
         values = self.state(thread_id)
-        messages = [m for m in values.get("messages") or [] if isinstance(m, BaseMessage)]
+        messages = _own_messages(values, record)
         text = recap.recap_text(
             title=str(record.get("title", "")),
             summary=str(values.get("summary") or ""),
@@ -302,6 +302,12 @@ class Sessions:
             recap=str(record.get("recap", "")),
             ended_at=record.get("ended_at"),
         )
+
+
+def _own_messages(values: dict[str, Any], record: dict[str, Any]) -> list[BaseMessage]:
+    """A thread's messages without those of another user it refused (before its owner's next turn)."""
+    refused = {str(i) for i in record.get(REFUSED_INPUTS) or []}
+    return [m for m in values.get("messages") or [] if isinstance(m, BaseMessage) and m.id not in refused]
 
 
 __all__ = ["SessionDetail", "SessionInfo", "SessionMessage", "Sessions"]

@@ -102,6 +102,9 @@ class State(InputState):
     owner: str = ""
     """The user (or group) whose thread this is: set on its first turn; another user's run of
     the thread is refused, since its history and memory block are the owner's."""
+    shared: bool = False
+    """A group chat's thread (its first turn was a group burst): any member may address the bot
+    in it with a group burst under their own user id; a one-to-one message stays the owner's."""
     prompt: Annotated[dict[str, Any], Latest()] = field(default_factory=dict)
     """What `build_context` decided: the memory block and where the history window starts."""
     token_usage: Annotated[dict[str, int], Latest()] = field(default_factory=dict)
@@ -120,7 +123,7 @@ class MemoryFields(TypedDict, total=False):
     | key | written by | read by |
     |---|---|---|
     | `turn_start` | `ingest` | `extract_memories` (without it: from the last user message on) |
-    | `owner` | `ingest` (first turn of a thread) | `ingest` (another user's run is refused) |
+    | `owner`, `shared` | `ingest` (first turn of a thread) | `ingest` (another user's run is refused, except a group burst in a group's thread) |
     | `task` | `ingest` | `retrieve_memories` (slots join the query), `build_context`, `summarize` |
     | `participants` | `ingest` | `retrieve_memories` (without it: the run's user) |
     | `recaps` | `ingest` (first turn of a session) | `build_context` |
@@ -141,6 +144,7 @@ class MemoryFields(TypedDict, total=False):
     participants: list[str]
     turn_start: str
     owner: str
+    shared: bool
     prompt: Annotated[dict[str, Any], Latest()]
     token_usage: Annotated[dict[str, int], Latest()]
     memory_refs: Annotated[dict[str, str], Latest()]

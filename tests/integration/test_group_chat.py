@@ -86,3 +86,37 @@ def test_folded_group_turns_are_kept_for_each_speaker_only(home: Path) -> None:
     assert alice and all("alice:" in t and "bob:" not in t and "投影仪" not in t for t in alice)
     assert bob and all("bob:" in t and "alice:" not in t and "会议室" not in t for t in bob)
     assert memory.get_all(user_id=ROOM) == []
+
+
+def test_an_allergy_reaches_a_groups_dinner_but_a_confided_pregnancy_stays_out(home: Path) -> None:
+    graph = build_graph(home=home)
+    said = {
+        "lao-li": "我对海鲜过敏，虾蟹都不能碰",
+        "nina": "Also I'm pregnant, nobody at work knows yet.",
+    }
+    for user, text in said.items():  # each in a one-to-one session of their own
+        graph.invoke(
+            {"messages": [{"role": "user", "content": text}]},
+            {"configurable": {"thread_id": f"{user}-dm"}},
+            context={"user_id": user},
+        )
+    # Any member may address the bot in the group's thread, under their own user id.
+    for user, trigger in (
+        ("oscar", "@bot 周六晚上聚餐，帮我们订个吃饭的地方"),
+        ("lao-li", "@bot 大家几点到？"),
+    ):
+        out = graph.invoke(
+            burst([("lao-li", "周六我有空"), ("nina", "me too")], (user, trigger), "2026-12-05"),
+            {"configurable": {"thread_id": "team-room"}},
+            context={"user_id": user},
+        )
+        if user == "oscar":
+            shown = {(m["who"], m["text"]) for m in out["memories"]}
+            assert any(who == "lao-li" and "海鲜过敏" in text for who, text in shown)
+            assert not any("pregnant" in text for _, text in shown)
+    health = graph.invoke(
+        burst([("nina", "long week")], ("oscar", "@bot any health tips for the team?"), "2026-12-06"),
+        {"configurable": {"thread_id": "team-room"}},
+        context={"user_id": "oscar"},
+    )
+    assert not any("pregnant" in m["text"] for m in health["memories"])

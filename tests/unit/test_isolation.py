@@ -23,6 +23,7 @@ from mneme.errors import InputError
 from mneme.graph import build_graph
 from mneme.memory.api import Memory
 from mneme.nodes import make_tools
+from mneme.sessions import Sessions
 from mneme.toolkit import default_tools
 from tests.fakes import HashEmbeddings, tool_call
 
@@ -118,7 +119,8 @@ def test_a_thread_is_its_owners_another_users_run_of_it_is_refused() -> None:
     emb = HashEmbeddings()
     store = InMemoryStore(index={"embed": emb, "dims": emb.dims, "fields": ["text"]})
     memory = Memory(store)
-    graph = build_graph(model="offline", checkpointer=InMemorySaver(), store=store)
+    checkpointer = InMemorySaver()
+    graph = build_graph(model="offline", checkpointer=checkpointer, store=store)
     config: Any = {"configurable": {"thread_id": "shared"}}
     graph.invoke(
         {"messages": [{"role": "user", "content": "I'm allergic to peanuts, my email is alice@example.com"}]},
@@ -130,6 +132,10 @@ def test_a_thread_is_its_owners_another_users_run_of_it_is_refused() -> None:
     with pytest.raises(InputError, match="another user's session"):
         graph.invoke({"messages": [{"role": "user", "content": "2+2?"}]}, config, context={"user_id": "bob"})
     assert {k: v for k, v in memory.export(user_id="alice").items() if k in kept} == alices
+    shown = Sessions(checkpointer, store).get("shared", user_id="alice").messages
+    assert [m.content for m in shown if m.role == "user"] == [  # not bob's, even before alice's next turn
+        "I'm allergic to peanuts, my email is alice@example.com"
+    ]
     assert memory.get_all(user_id="bob") == []
     out = graph.invoke(
         {"messages": [{"role": "user", "content": "3+3?"}]}, config, context={"user_id": "alice"}
@@ -137,3 +143,32 @@ def test_a_thread_is_its_owners_another_users_run_of_it_is_refused() -> None:
     assert out["owner"] == "alice"
     said = [m.content for m in out["messages"] if m.type == "human"]
     assert "2+2?" not in said and "3+3?" in said  # bob's refused input left alice's thread
+
+
+def _burst(lines: list[tuple[str, str]]) -> dict[str, Any]:
+    history = [
+        {"sender": s, "content": c, "timestamp": f"2026-12-01 12:{i:02d}"} for i, (s, c) in enumerate(lines)
+    ]
+    return {"group": {"history": history[:-1], "trigger": history[-1], "bot_name": "bot"}}
+
+
+def test_any_member_may_address_the_bot_in_a_groups_thread_but_not_in_a_users_own() -> None:
+    emb = HashEmbeddings()
+    store = InMemoryStore(index={"embed": emb, "dims": emb.dims, "fields": ["text"]})
+    graph = build_graph(model="offline", checkpointer=InMemorySaver(), store=store)
+    group: Any = {"configurable": {"thread_id": "team-room"}}
+    graph.invoke(
+        _burst([("carol", "周五聚餐"), ("carol", "@bot 订个餐厅")]), group, context={"user_id": "carol"}
+    )
+    out = graph.invoke(_burst([("dave", "@bot 几点开始？")]), group, context={"user_id": "dave"})
+    assert out["owner"] == "carol" and out["shared"] and out["participants"] == ["dave"]
+    with pytest.raises(InputError, match="another user's session"):  # a one-to-one message: still carol's
+        graph.invoke({"messages": [{"role": "user", "content": "hi"}]}, group, context={"user_id": "dave"})
+    own: Any = {"configurable": {"thread_id": "alice-own"}}
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "I'm allergic to peanuts"}]},
+        own,
+        context={"user_id": "alice"},
+    )
+    with pytest.raises(InputError, match="another user's session"):  # a burst into a user's own thread
+        graph.invoke(_burst([("bob", "@bot what does she eat?")]), own, context={"user_id": "bob"})

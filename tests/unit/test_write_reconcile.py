@@ -7,11 +7,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 
 from mneme.memory.api import Memory
+from mneme.memory.extract import extract
 from mneme.memory.record import HISTORY, MEMORIES
 from mneme.memory.repo import Repo
+from mneme.models.offline import OfflineChatModel
 from mneme.store.chroma import ChromaStore
 
 
@@ -147,6 +150,31 @@ def test_forgetting_what_was_never_said_changes_nothing(memory: Memory) -> None:
     memory.add("I live in Berlin", user_id="u")
     assert ops_of(memory.add("Please forget my phone number", user_id="u")) == ["NOOP"]
     assert len(memory.get_all(user_id="u")) == 1
+
+
+def test_forgetting_a_kind_of_data_deletes_that_kind_and_never_another(memory: Memory) -> None:
+    courier = memory.add("以后都发中通快递。", user_id="u")[0]
+    email = memory.add("My email is wes@example.org", user_id="u")[0]
+    for request in ("忘掉我的手机号", "Forget my phone number."):  # none stored: nothing else goes either
+        assert ops_of(memory.add(request, user_id="u")) == ["NOOP"]
+    memory.add("我住在深圳南山区。", user_id="u")
+    memory.add("我家地址是深圳市南山区科技园路88号3栋502室。", user_id="u")
+    deleted = memory.add("忘掉我的地址", user_id="u")
+    assert ops_of(deleted) == ["DELETE", "DELETE"]
+    assert {r.id for r in memory.get_all(user_id="u")} == {courier.id, email.id}
+
+
+def test_before_i_forget_is_no_request_to_forget(memory: Memory) -> None:
+    kept = memory.add("My email is wes@example.org", user_id="u")[0]
+    for said in ("Quick thing before I forget: I'm vegetarian.", "趁我还没忘，跟你说一声：我不吃香菜。"):
+        assert not [c for c in extract(said) if c.action == "forget"]  # the agent is told of no forgetting
+        assert "DELETE" not in ops_of(memory.add(said, user_id="u"))
+    assert kept.id in {r.id for r in memory.get_all(user_id="u")}
+    assert len(memory.get_all(user_id="u")) == 3
+    model = OfflineChatModel()
+    reply = model.invoke([HumanMessage("Quick thing before I forget: I'm vegetarian.")]).content
+    assert "forgotten" not in str(reply)
+    assert "forgotten" in str(model.invoke([HumanMessage("Please forget my address.")]).content)
 
 
 def test_a_retried_turn_writes_nothing_twice(memory: Memory) -> None:

@@ -336,7 +336,7 @@ def _preferences(clause: str, now: datetime) -> list[Candidate]:
                     evidence=m.group(0),
                     topic=obj,
                     action=action,
-                    sensitivity=2,
+                    sensitivity=1,  # the taxonomy's `allergy`: shown to a group's dinner request
                     tags=["health"],
                 )
             )
@@ -405,7 +405,7 @@ def _preferences(clause: str, now: datetime) -> list[Candidate]:
                     evidence=m.group(0),
                     topic=obj,
                     action=action,
-                    sensitivity=2,
+                    sensitivity=1,  # the taxonomy's `allergy`: shown to a group's dinner request
                     tags=["health"],
                 )
             )
@@ -1030,9 +1030,12 @@ def _forget(clause: str, now: datetime) -> list[Candidate]:
         clause,
     )
     if re.search(
-        r"别忘|不要忘|\b(?:don't|do not|never|won't|can't|not) forget\b|\bforget to\b", clause, re.I
+        r"别忘|不要忘|趁.{0,4}没忘|免得.{0,3}忘|\b(?:don't|do not|never|won't|can't|not) forget\b|\bforget to\b"
+        r"|\b(?:before|in case|lest|so) (?:I|we) forget\b",
+        clause,
+        re.I,
     ):
-        return []  # "don't forget to ..." is a reminder, not a request to forget
+        return []  # "don't forget to ...", "before I forget: ..." is no request to forget
     en = re.search(
         r"\b(?:forget|delete|erase|remove)\s+(?:that\s+|about\s+|my\s+|what I said about\s+(?:my\s+)?)?([^,.;!?]{2,60})"
         r"|\b(?:don't|do not|stop|no need to)\s+(?:remember|keep|store|storing|remembering|keeping)\s+(?:that\s+|my\s+)?([^,.;!?]{2,60})",

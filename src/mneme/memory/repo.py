@@ -38,6 +38,12 @@ def kind_namespace(user_id: str, kind: Kind) -> tuple[str, str, str]:
     return (MEMORIES, user_label(user_id), kind)
 
 
+REFUSED_INPUTS = "refused_inputs"
+"""Session-record key: ids of messages another user sent to the thread (refused; LangGraph had
+already stored them as the run's input), removed from the thread on the owner's next turn and
+never shown as the owner's."""
+
+
 class Repo:
     """Thin typed layer over a `BaseStore`: records, archive, history and sessions of users."""
 

@@ -72,6 +72,9 @@ REVISION_RELEVANCE = 0.3
 superseded by a statement that revises something; one of the same aspect needs none."""
 FORGET_RELEVANCE = 0.5
 """Calibrated relevance a memory needs to be deleted by a forget request."""
+FORGET_ASPECT = 0.5
+"""A forget request's topic that reads as an aspect of the person at least this surely deletes
+only a memory of that aspect ("forget what I said about my diet" never deletes the courier)."""
 SIMILAR_LIMIT = 5
 """How many similar current memories of each kind a candidate is compared with."""
 USER_MODEL_KINDS: tuple[Kind, ...] = ("profile", "semantic")
@@ -802,23 +805,34 @@ class Writer:
     def _forget(self, cand: Candidate, ctx: WriteContext, ops: list[PutOp]) -> list[MemoryChange]:
         """Delete what a forget request is about.
 
-        That is: the memory it names (`target`), the profile field it refers to, the memories
-        whose text contains the topic, else the single best match if it is clearly relevant.
+        That is: the memory it names (`target`); the kind of data it names ("my address", "我的
+        邮箱": the profile field and every memory of its aspect, or nothing when there is none:
+        never a memory of another kind that happens to read alike); else the memories whose text
+        contains the topic, else the single best match if it is clearly relevant and, where the
+        topic reads as an aspect of the person (`FORGET_ASPECT`), about that aspect.
         """
         topic = cand.topic or cand.text
         targets: dict[str, MemoryRecord] = {}
+        subject = None if cand.target else subject_of_topic(topic)
         if cand.target:  # the extractor named the memory: that one, or nothing
             if (named := self.repo.get(ctx.user_id, cand.target)) is not None:
                 targets[named.id] = named
-        elif (subject := subject_of_topic(topic)) and (
-            keyed := self.repo.get(ctx.user_id, field_id(ctx.user_id, "profile", subject), kinds=["profile"])
-        ) is not None:
-            targets[keyed.id] = keyed
-        if not targets and not cand.target:
+        elif subject is not None:
+            keyed = self.repo.get(ctx.user_id, field_id(ctx.user_id, "profile", subject), kinds=["profile"])
+            if keyed is not None:
+                targets[keyed.id] = keyed
+            if (aspect := taxonomy().by_subject(subject)) is not None:
+                for record in self.repo.records(ctx.user_id, USER_MODEL_KINDS):
+                    if record.aspect == aspect.key:
+                        targets[record.id] = record
+        else:
             hits = self._similar(topic, ["semantic", "profile", "episodic"], ctx.user_id)
             for record, _ in hits:
                 if normalize_text(topic) in normalize_text(record.text):
                     targets[record.id] = record
+            read = tag_aspect(Candidate(kind="semantic", text=topic, evidence=topic))
+            if read.aspect is not None and read.certainty >= FORGET_ASPECT:
+                hits = [(r, rel) for r, rel in hits if read.aspect in (r.aspects or [r.aspect])]
             if not targets and hits:
                 best, rel = max(hits, key=lambda h: h[1])
                 if rel >= FORGET_RELEVANCE:

@@ -31,7 +31,6 @@ _RECALL = re.compile(
     r"你记得|还记得|你知道我|关于我|我喜欢什么|我的.{0,6}是什么|我叫什么|what do you (?:remember|know) about me|do you remember|what(?:'s| is) my|what do i like",
     re.I,
 )
-_FORGET = re.compile(r"忘掉|忘记|删除|别再记|forget|delete my", re.I)
 _GREETING = re.compile(r"^(你好|您好|嗨|hi|hello|hey)[!！。.,， ]*$", re.I)
 _BULLET = re.compile(
     r"^- (?:#(?P<ref>\d+) )?(?:\[(?P<who>[^\]]+)\] )?(?:\((?P<kind>[a-z]+)\) )?(?P<text>.+)$"
@@ -274,7 +273,7 @@ class OfflineChatModel(BaseChatModel):
         zh = lang == "zh"
         if not text:
             return "请告诉我您需要什么帮助。" if zh else "Tell me what you need."
-        if _FORGET.search(text):
+        if any(c.action == "forget" for c in extract(text)):  # what the write path will do
             return (
                 "好的，这部分信息我已经忘掉了，之后不会再用。"
                 if zh

@@ -18,7 +18,7 @@ from mneme.context import Context, context_of, thread_id
 from mneme.errors import InputError
 from mneme.memory.record import check_user, now_iso
 from mneme.memory.redact import redact_text
-from mneme.memory.repo import Repo
+from mneme.memory.repo import REFUSED_INPUTS, Repo
 from mneme.state import GroupInput, State, TaskState
 from mneme.tokens import message_text
 
@@ -180,11 +180,6 @@ def _stale_inputs(messages: list[AnyMessage], keep: str | None, refused: set[str
     ]
 
 
-REFUSED_INPUTS = "refused_inputs"
-"""Session-record key: ids of messages another user sent to the thread (refused; LangGraph had
-already stored them as the run's input), removed on the owner's next turn."""
-
-
 def _refuse_foreign(state: State, store: BaseStore | None, user: str) -> NoReturn:
     """Refuse another user's run of a thread, noting its input for the owner's next turn to remove.
 
@@ -209,11 +204,12 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 
     Raises:
         InputError: no user id, no new user message, an empty one, one over the size limit, or
-            a thread another user started (its history and memories are theirs).
+            a thread another user started (its history and memories are theirs), unless it is a
+            group chat's thread and the input a group burst (any member may address the bot).
     """
     ctx = context_of(runtime)
     user = check_user(ctx.user_id)
-    if state.owner and state.owner != user:
+    if state.owner and state.owner != user and not (state.shared and state.group):
         _refuse_foreign(state, runtime.store, user)
     # `summary` and `recaps` are re-written every turn, though they seldom change: they are
     # delta channels (`state.Latest`), and a read walks back to their last full copy, which
@@ -249,6 +245,7 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     updates["participants"] = participants
     if not state.owner:
         updates["owner"] = user
+        updates["shared"] = bool(state.group)
     if runtime.store is not None and thread:
         title = str((state.group or {}).get("trigger", {}).get("content", "")) if state.group else text
         new = record_session(runtime.store, user, thread, title, group=bool(state.group), session=session)

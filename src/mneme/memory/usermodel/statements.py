@@ -145,13 +145,19 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
     tax = taxonomy()
     by_field = tax.by_subject(cand.subject)
     if by_field is not None:
-        return replace(cand, aspect=by_field.key, constraint=cand.constraint or by_field.constraint)
+        return replace(
+            cand,
+            aspect=by_field.key,
+            constraint=cand.constraint or by_field.constraint,
+            sensitivity=max(cand.sensitivity, by_field.sensitivity),
+        )
     if cand.subject is not None or cand.kind == "episodic" or reading is None:
         return cand  # an order, an event: not part of the user model
     aspect = tax.aspects[reading.aspect]
     return replace(
         cand,
         aspect=aspect.key,
+        sensitivity=max(cand.sensitivity, aspect.sensitivity),  # "I'm pregnant": health, kept from groups
         constraint=cand.constraint or aspect.constraint or reading.constraint >= CONSTRAINT,
         revises=cand.revises or (reading.change >= REVISES and not adds_to(reading.text)),
         change=max(cand.change, _change(reading)),
