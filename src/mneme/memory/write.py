@@ -832,7 +832,7 @@ class Writer:
                     targets[record.id] = record
             read = tag_aspect(Candidate(kind="semantic", text=topic, evidence=topic))
             if read.aspect is not None and read.certainty >= FORGET_ASPECT:
-                hits = [(r, rel) for r, rel in hits if read.aspect in (r.aspects or [r.aspect])]
+                hits = [(r, rel) for r, rel in hits if read.aspect in (r.aspects or [r.aspect or ""])]
             if not targets and hits:
                 best, rel = max(hits, key=lambda h: h[1])
                 if rel >= FORGET_RELEVANCE:
