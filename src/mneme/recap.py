@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -15,7 +16,7 @@ from langgraph.store.base import BaseStore
 
 from mneme import prompts
 from mneme.memory.record import Source, now_iso
-from mneme.memory.redact import redact_text
+from mneme.memory.redact import MARKER, redact_text
 from mneme.memory.repo import Repo
 from mneme.memory.terms import is_chinese
 from mneme.memory.write import OUTDATED, WriteContext, Writer
@@ -31,6 +32,75 @@ DECISION_LINES = 3
 """At most this many lines of what was settled are kept."""
 RECAP_MESSAGE_ID = "session-recap"
 """Message id recorded on the episodic memory that holds a session's recap."""
+FORGOTTEN = "forgotten"
+"""Session-record key: digests of the personal-data markers of memories the user had forgotten
+(`[phone ******0142]`), which the session's title and recaps never show again."""
+FORGOTTEN_MARK = "[forgotten]"
+"""What stands in a title or recap where forgotten personal data was."""
+
+
+def _digest(marker: str) -> str:
+    return hashlib.sha256(marker.encode("utf-8")).hexdigest()[:32]
+
+
+def without_forgotten(text: str, forgotten: Sequence[str]) -> str:
+    """A title or recap with the markers of forgotten personal data replaced by `FORGOTTEN_MARK`."""
+    if not forgotten or not text:
+        return text
+    gone = set(forgotten)
+    return MARKER.sub(lambda m: FORGOTTEN_MARK if _digest(m.group(0)) in gone else m.group(0), text)
+
+
+def forget_in_sessions(store: BaseStore, user_id: str, texts: Sequence[str]) -> list[str]:
+    """Take the personal data of forgotten memories out of a user's session titles and recaps.
+
+    A recap is built from what the session's replies settled ("Noted: Phone: [phone ******0142]")
+    and its title is the session's first message, so either can quote a value the user later
+    asks to forget. Each marker of personal data in the forgotten texts is replaced in every
+    session record, its digest is kept there so that later recaps of the session leave it out,
+    and a stored recap memory that quotes it is deleted (its history scrubbed; the next end of
+    the session writes it again, without it).
+
+    Args:
+        store: The memory store.
+        user_id: Whose memories were forgotten.
+        texts: The texts of the memories forgotten.
+
+    Returns:
+        The ids of the recap memories deleted.
+    """
+    markers = {m.group(0) for text in texts for m in MARKER.finditer(text or "")}
+    if not markers:
+        return []
+    digests = sorted({_digest(m) for m in markers})
+    repo = Repo(store)
+    writer = Writer(store)
+    deleted = []
+    for record in repo.sessions(user_id):
+        quoted = [k for k in ("title", "recap") if any(m in str(record.get(k) or "") for m in markers)]
+        memory = (
+            repo.get(user_id, str(record.get("recap_memory_id") or ""))
+            if record.get("recap_memory_id")
+            else None
+        )
+        stale = memory is not None and any(m in memory.text for m in markers)
+        if not quoted and not stale:
+            continue
+        forgotten = sorted({*(record.get(FORGOTTEN) or []), *digests})
+        for key in quoted:
+            record[key] = without_forgotten(str(record[key]), forgotten)
+        record[FORGOTTEN] = forgotten
+        if memory is not None and stale:
+            ctx = WriteContext(
+                user_id=user_id, source=Source(thread_id=str(record.get("thread_id", "")), actor="system")
+            )
+            writer.delete(memory, ctx, reason="it quoted personal data the user asked to forget")
+            record.pop("recap_memory_id", None)
+            record.pop("ended_turns", None)
+            deleted.append(memory.id)
+        repo.put_session(user_id, str(record.get("thread_id", "")), record)
+    return deleted
+
 
 _SETTLED = re.compile(
     r"\d{4,}|已发货|已签收|发货|签收|退货|退款|地址|确认|决定|同意|改为|shipped|delivered|refund|return|"
@@ -55,6 +125,7 @@ def recap_text(
     summary: str,
     task: dict[str, Any] | None,
     messages: Sequence[AnyMessage],
+    forgotten: Sequence[str] = (),
 ) -> str:
     """The extractive recap of a session: topic, facts of the task, what was settled, open items.
 
@@ -63,6 +134,7 @@ def recap_text(
         summary: Its running summary (turns already folded out of `messages`).
         task: Its task state (intent, slots, pending action).
         messages: The messages still in the thread.
+        forgotten: Digests of personal data the user asked to forget (`FORGOTTEN`), left out.
 
     Returns:
         One paragraph of at most about `RECAP_CHARS` characters, personal data masked (each
@@ -97,7 +169,7 @@ def recap_text(
         decisions=parts["decisions"].format(" | ".join(decisions)) if decisions else "",
         open_items=parts["open_items"].format(pending) if pending else "",
     )
-    return _clip(redact_text(text), RECAP_CHARS)
+    return _clip(without_forgotten(redact_text(text), forgotten), RECAP_CHARS)
 
 
 def llm_recap(
@@ -150,6 +222,7 @@ def note_turn(store: BaseStore, user_id: str, thread_id: str, values: dict[str, 
         summary=str(values.get("summary") or ""),
         task=values.get("task"),
         messages=list(values.get("messages") or []),
+        forgotten=record.get(FORGOTTEN) or (),
     )
     if text != record.get("recap"):  # small talk changes nothing: no write
         record["recap"] = text
@@ -173,7 +246,10 @@ def end_session(
     """
     repo = Repo(store)
     record = repo.session(user_id, thread_id)
-    recap = redact_text(text if text is not None else str((record or {}).get("recap", "")))
+    recap = without_forgotten(
+        redact_text(text if text is not None else str((record or {}).get("recap", ""))),
+        (record or {}).get(FORGOTTEN) or (),
+    )
     if record is None or not recap.strip():
         return None
     writer = Writer(store)

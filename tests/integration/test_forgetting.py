@@ -99,3 +99,25 @@ def test_the_lexical_snapshot_of_a_user_goes_with_a_deleted_memory(
         mem.delete(secret.id or "", user_id="fay")
         assert not mirror.save_snapshot(mem.store, "fay")  # its vocabulary still knows the word
         assert on_disk(home) == {}
+
+
+def test_a_forgotten_phone_is_in_no_recap_title_search_or_export(home: Path) -> None:
+    graph = build_graph(home=home)
+
+    def say(thread: str, text: str) -> dict:
+        return graph.invoke(
+            {"messages": [{"role": "user", "content": text}]},
+            {"configurable": {"thread_id": thread}},
+            context={"user_id": "carl"},
+        )
+
+    say("c-1", "My phone number is 312-555-0142 if the courier needs it.")
+    say("c-1", "Forget my phone number.")
+    out = say("c-2", "hello again")  # the first session is recapped for the second
+    assert "0142" not in str(out["prompt"].get("recap_block", ""))
+    assert "[forgotten]" in str(out["prompt"].get("recap_block", ""))
+    memory = Memory(graph.store)
+    assert not any("0142" in h.text for h in memory.search("phone number", user_id="carl", limit=10))
+    assert "0142" not in str(memory.export(user_id="carl"))
+    with Sessions(graph.checkpointer, graph.store) as sessions:  # type: ignore[arg-type]
+        assert all("0142" not in s.title for s in sessions.list(user_id="carl"))

@@ -368,6 +368,7 @@ class Writer:
             self.repo.apply(ops)
             self._outdate_session(record)
         scrub_store(self.store, ctx.user_id, {op.key for op in ops})
+        self._forget_in_sessions(ctx.user_id, [record])
         return MemoryChange(
             operation="DELETE",
             id=record.id,
@@ -376,6 +377,18 @@ class Writer:
             kind=record.kind,
             threads=[record.source.thread_id] if record.source.thread_id else [],
         )
+
+    def _forget_in_sessions(self, user_id: str, forgotten: Sequence[MemoryRecord | str]) -> None:
+        """Take forgotten personal data out of the user's session titles and recaps (`recap.forget_in_sessions`)."""
+        from mneme.recap import forget_in_sessions  # recap writes through this module
+
+        texts = [
+            f if isinstance(f, str) else f.text
+            for f in forgotten
+            if isinstance(f, str) or (f.metadata or {}).get("source") != "session_summary"
+        ]
+        if texts:
+            forget_in_sessions(self.store, user_id, texts)
 
     def expire(self, user_id: str, now: datetime | None = None) -> list[MemoryChange]:
         """Take a user's expired memories out of the current view (archived, EXPIRE rows).
@@ -543,6 +556,7 @@ class Writer:
             self.repo.apply(ops)
             if any(c.operation == "DELETE" for c in changes):
                 scrub_store(self.store, ctx.user_id, {op.key for op in ops})
+                self._forget_in_sessions(ctx.user_id, [c.text for c in changes if c.operation == "DELETE"])
             return changes
         red = redact(cand.text, ctx.policy)
         evidence = redact_text(cand.evidence, ctx.policy) if cand.evidence else None
