@@ -231,3 +231,12 @@ def test_serve_holds_the_home_and_prints_a_key_that_opens_the_routes(tmp_path: P
         second = run("serve", "--port", "0", home=home)
         assert second.returncode == 4
     assert ok(run("memories", "list", "--user", "ann", home=home)).returncode == 0  # released on exit
+
+
+def test_masked_personal_data_is_printed_as_stored_not_eaten_as_markup(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    added = ok(cli("memories", "add", "My email is erin@example.com", "--user", "erin", home=home)).stdout
+    marker = "[email e***@example.com]"
+    assert marker in added
+    assert marker in ok(cli("memories", "list", "--user", "erin", home=home)).stdout
+    assert marker in ok(cli("memories", "search", "email", "--user", "erin", home=home)).stdout

@@ -177,6 +177,17 @@ def test_before_i_forget_is_no_request_to_forget(memory: Memory) -> None:
     assert "forgotten" in str(model.invoke([HumanMessage("Please forget my address.")]).content)
 
 
+def test_a_changed_email_that_masks_alike_is_a_change_and_the_same_one_is_not(memory: Memory) -> None:
+    first = memory.add("My email is lina.design@example.com", user_id="u")
+    assert ops_of(first) == ["ADD"]
+    assert ops_of(memory.add("My email is lina.design@example.com", user_id="u")) == ["NOOP"]
+    changed = memory.add("我的邮箱换成了lina2025@example.com", user_id="u")
+    assert ops_of(changed) == ["SUPERSEDE"]  # both read "[email l***@example.com]"
+    assert len(memory.get_all(user_id="u")) == 1
+    dump = str(memory.export(user_id="u"))
+    assert "lina2025" not in dump and "lina.design" not in dump  # the digest keeps no value
+
+
 def test_a_retried_turn_writes_nothing_twice(memory: Memory) -> None:
     turn = [{"role": "user", "content": "我叫李娜，我住在杭州，我不吃辣", "id": "m1"}]
     first = memory.add(turn, user_id="u", session_id="s")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from mneme.cli.common import HomeOpt, ModelOpt, app, console, err, guarded
 from mneme.errors import InputError
@@ -71,9 +72,11 @@ def chat(
                         context=Context(user_id=user),
                     )
                 except InputError as exc:
-                    err.print(f"[red]error:[/] {str(exc).removeprefix('mneme: ')}")
+                    err.print(f"[red]error:[/] {escape(str(exc).removeprefix('mneme: '))}")
                     continue
-                console.print(f"[green]assistant:[/] {out['messages'][-1].content}", highlight=False)
+                console.print(
+                    f"[green]assistant:[/] {escape(str(out['messages'][-1].content))}", highlight=False
+                )
         finally:
             opened.close()
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mneme.errors import HomeLockedError, InputError, MnemeError, NotFoundError
@@ -50,7 +51,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """Print one clear line on stderr and exit with a meaningful code."""
-    err.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

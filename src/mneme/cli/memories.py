@@ -74,9 +74,9 @@ def _change_line(change: dict[str, Any]) -> str:
     op, text = change["operation"], change.get("text") or ""
     if change.get("old_text") and change["old_text"] != text:
         text = f"{change['old_text']} → {text}"
-    reason = f"  [dim]({change['reason']})[/]" if change.get("reason") else ""
+    reason = f"  [dim]({escape(change['reason'])})[/]" if change.get("reason") else ""
     ident = f"  [dim]{change['id']}[/]" if change.get("id") else ""
-    return f"{op:<9} {text}{reason}{ident}"
+    return f"{op:<9} {escape(text)}{reason}{ident}"
 
 
 def _print_changes(changes: list[dict[str, Any]]) -> None:
@@ -105,7 +105,11 @@ def memories_list(
                 table.add_column(col, overflow="fold")
             for r in rows:
                 table.add_row(
-                    r["id"], r["kind"], r["text"], _source(r["source"]), short_time(r["updated_at"])
+                    r["id"],
+                    r["kind"],
+                    escape(r["text"]),
+                    escape(_source(r["source"])),
+                    short_time(r["updated_at"]),
                 )
             console.print(table)
 
@@ -137,7 +141,7 @@ def memories_search(
                 console.print(f"nothing found for {query!r}")
             for h in rows:
                 console.print(
-                    f"{h['score']:.3f}  ({h['kind']}) {h['text']}  [dim]{h['id']}[/]", highlight=False
+                    f"{h['score']:.3f}  ({h['kind']}) {escape(h['text'])}  [dim]{h['id']}[/]", highlight=False
                 )
 
         emit(hits, as_json, show)
@@ -174,10 +178,10 @@ def memories_show(memory_id: str, user: UserOpt, home: HomeOpt = None, as_json: 
                 "expires_at",
             ):
                 if r.get(field) is not None:
-                    table.add_row(field, str(r[field]))
-            table.add_row("source", _source(r["source"]))
+                    table.add_row(field, escape(str(r[field])))
+            table.add_row("source", escape(_source(r["source"])))
             if r.get("metadata"):
-                table.add_row("metadata", json.dumps(r["metadata"], ensure_ascii=False))
+                table.add_row("metadata", escape(json.dumps(r["metadata"], ensure_ascii=False)))
             console.print(table)
 
         emit(record, as_json, show)
@@ -270,7 +274,13 @@ def memories_history(memory_id: str, user: UserOpt, home: HomeOpt = None, as_jso
             for h in rows:
                 old, new = h.get("old_text"), h.get("new_text")
                 change = f"{old} → {new}" if old and new and old != new else (new or old or "")
-                table.add_row(short_time(h["at"]), h["operation"], h["actor"], change, h.get("reason") or "")
+                table.add_row(
+                    short_time(h["at"]),
+                    h["operation"],
+                    h["actor"],
+                    escape(change),
+                    escape(h.get("reason") or ""),
+                )
             console.print(table)
 
         emit(rows, as_json, show)

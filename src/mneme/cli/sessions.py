@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from mneme.cli.common import HomeOpt, JsonOpt, UserOpt, app, console, emit, guarded, short_time
@@ -40,8 +41,8 @@ def sessions_list(user: UserOpt, home: HomeOpt = None, as_json: JsonOpt = False)
                 table.add_column(col, overflow="fold")
             for s in rows:
                 table.add_row(
-                    s["thread_id"],
-                    s["title"],
+                    escape(s["thread_id"]),
+                    escape(s["title"]),
                     str(s["turns"]),
                     short_time(s["created_at"]),
                     short_time(s["updated_at"]),
@@ -63,19 +64,19 @@ def sessions_show(thread_id: str, user: UserOpt, home: HomeOpt = None, as_json: 
 
         def show(d: dict[str, Any]) -> None:
             console.print(
-                f"[bold]{d['thread_id']}[/] · {d['title']} · {d['turns']} turns · "
+                f"[bold]{escape(d['thread_id'])}[/] · {escape(d['title'])} · {d['turns']} turns · "
                 f"{short_time(d['created_at'])} – {short_time(d['updated_at'])}",
                 highlight=False,
             )
             if d.get("summary"):
-                console.print(f"[dim]summary:[/] {d['summary']}", highlight=False)
+                console.print(f"[dim]summary:[/] {escape(d['summary'])}", highlight=False)
             if d.get("task"):
-                console.print(f"[dim]task:[/] {d['task']}", highlight=False)
+                console.print(f"[dim]task:[/] {escape(str(d['task']))}", highlight=False)
             for m in d["messages"]:
                 calls = ", ".join(c["name"] for c in m.get("tool_calls") or [])
                 text = m["content"] or (f"→ {calls}" if calls else "")
                 who = m["role"] if not m.get("name") else f"{m['role']} ({m['name']})"
-                console.print(f"[green]{who}:[/] {text}", highlight=False)
+                console.print(f"[green]{escape(who)}:[/] {escape(text)}", highlight=False)
 
         emit(detail, as_json, show)
 

@@ -551,6 +551,8 @@ class Redaction:
     """Kinds masked or removed: the text shows a marker instead of the value."""
     dropped: list[str] = field(default_factory=list)
     """Kinds removed entirely (policy `drop`)."""
+    values: list[str] = field(default_factory=list)
+    """The values masked or removed, as written (kept in memory only: never stored)."""
 
     @property
     def drop(self) -> bool:
@@ -616,6 +618,7 @@ def redact(text: str, policy: RedactionPolicy | None = None) -> Redaction:
         if rule == "keep":
             continue
         out.hidden.append(found.kind)
+        out.values.append(found.value)
         if rule == "drop":
             out.dropped.append(found.kind)
         start, end = view.span(found.start, found.end)

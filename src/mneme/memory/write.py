@@ -11,6 +11,8 @@ its row.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 import uuid
 from collections.abc import Sequence
@@ -108,6 +110,10 @@ KEY_CERTAINTY = 0.5
 """A statement is keyed as its single-valued aspect's field (and so replaces the field's value
 in place) only when the classifier is at least this sure of the aspect: a misread one would
 overwrite a field it has nothing to do with."""
+HIDDEN_DIGEST = "hidden_digest"
+"""Metadata key: a short keyed digest of the personal data a memory's text masks. Two emails
+both shown as `[email l***@example.com]` are told apart by it (a changed email is a change, not
+the same memory said again); 32 bits cannot give the value back."""
 DATA_SUBJECTS = {"phone": "phone", "email": "email"}
 """Profile fields that are nothing but one kind of personal data."""
 
@@ -588,9 +594,16 @@ class Writer:
         record = self._record(
             cand, ctx, rid, text, value, red.hidden, max(cand.sensitivity, 1 if red.found else 0)
         )
+        digest = hidden_digest(ctx.user_id, red.values)
+        if digest:
+            record.metadata[HIDDEN_DIGEST] = digest
         existing = self.repo.get(ctx.user_id, rid, kinds=[cand.kind])
+        changed_data = (
+            bool(digest)
+            and str((existing.metadata if existing else {}).get(HIDDEN_DIGEST) or digest) != digest
+        )
         if existing is not None:
-            if (
+            if not changed_data and (
                 not keyed
                 or normalize_text(existing.text) == normalize_text(text)
                 or (value is not None and existing.value == value)
@@ -648,7 +661,7 @@ class Writer:
         if cand.tentative and replaced is None:
             return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]
         if replaced is not None:
-            if normalize_text(replaced.text) == normalize_text(text):
+            if same_value(replaced, text, digest):
                 return [self._said_again(replaced, "same memory already stored")]
             return [self._supersede(replaced, record, ctx, ops, in_place=False)]
         ops.append(self._history_op(ctx, record.id, "ADD", None, record.text, key=record.content_hash))
@@ -867,6 +880,20 @@ class Writer:
                 )
             )
         return changes
+
+
+def hidden_digest(user_id: str, values: Sequence[str]) -> str:
+    """`HIDDEN_DIGEST` of the values a redaction masked ("" when none)."""
+    if not values:
+        return ""
+    said = "\x1f".join(sorted(normalize_text(v) for v in values))
+    return hmac.new(user_id.encode("utf-8"), said.encode("utf-8"), hashlib.sha256).hexdigest()[:8]
+
+
+def same_value(old: MemoryRecord, text: str, digest: str) -> bool:
+    """Whether a memory says the same as a new text: equal texts and equal masked data, if any."""
+    theirs = str((old.metadata or {}).get(HIDDEN_DIGEST) or "")
+    return normalize_text(old.text) == normalize_text(text) and (not theirs or not digest or theirs == digest)
 
 
 def closest_of_area(
