@@ -250,3 +250,11 @@ def test_an_asserted_revision_replaces_its_own_aspect_first_and_a_neighbour_only
     assert closest_of_area([(flat, REVISION_RELEVANCE + 0.1)], aspects) is flat
     assert closest_of_area([(flat, REVISION_RELEVANCE - 0.1)], aspects) is None
     assert closest_of_area([], aspects) is None
+
+
+def test_a_taste_revised_leaves_the_allergy_said_in_the_same_breath(memory: Memory) -> None:
+    memory.add("我不吃辣，而且对花生过敏，订餐的时候注意一下。", user_id="u")
+    memory.add("在深圳待久了，现在能吃一点辣了。", user_id="u")
+    current = [r.text for r in memory.get_all(user_id="u")]
+    assert any("花生过敏" in t for t in current)
+    assert any("能吃一点辣" in t for t in current) and not any(t.endswith("不吃辣") for t in current)

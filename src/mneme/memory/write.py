@@ -710,7 +710,7 @@ class Writer:
         if not olds:
             return None
         chance = supersedes([old.text for old, _, _ in olds], text)
-        best: tuple[float, MemoryRecord] | None = None
+        best: tuple[bool, float, MemoryRecord] | None = None
         for (old, near, rel), p in zip(olds, chance, strict=True):
             same = old.aspect == cand.aspect
             if cand.tentative and p < TENTATIVE_SUPERSEDES:
@@ -721,10 +721,12 @@ class Writer:
                 or (same and (cand.revises or asserted) and p >= SUPERSEDES_SAME and change >= CHANGE_FAR)
                 or (p >= SUPERSEDES_FAR and rel >= REVISION_RELEVANCE and change >= CHANGE_FAR)
             )
-            if fits and (best is None or p > best[0]):
-                best = (float(p), old)
+            # a memory of the statement's own aspect goes first: "现在能吃一点辣了" revises the
+            # taste "不吃辣", not the peanut allergy said beside it, however the pair reads
+            if fits and (best is None or (same, p) > best[:2]):
+                best = (same, float(p), old)
         if best is not None:
-            return best[1]
+            return best[2]
         return closest_of_area(in_area, aspects) if asserted else None
 
     def _said_again(self, existing: MemoryRecord, reason: str) -> MemoryChange:

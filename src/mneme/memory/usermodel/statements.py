@@ -225,7 +225,13 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
         if mine:
             used.update(mine)
             parts_read = [read[s] for s in pieces[clause] if s in read]
-            if len(mine) == 1 and in_context(ruled[mine[0]], clause) and not separate(memorable(parts_read)):
+            unread = _unread(parts_read, [ruled[i] for i in mine])
+            if (
+                len(mine) == 1
+                and in_context(ruled[mine[0]], clause)
+                and not separate(memorable(parts_read))
+                and not unread
+            ):
                 rule = ruled[mine[0]]
                 own = read.get(rule.evidence or "")
                 cand = _tagged(replace(rule, text=clause.strip(), evidence=clause), reading)
@@ -234,6 +240,7 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
                 out.append(cand)
             else:
                 out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
+                new.extend(_new_candidate(p) for p in unread)
             if all(ruled[i].kind == "episodic" for i in mine) and (
                 _changes_a_field(reading, clause) or _says_more(clause, [ruled[i] for i in mine], parts_read)
             ):
@@ -245,6 +252,31 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return out + _merge(new, zh)
+
+
+def _unread(pieces: list[Reading], rules: list[Candidate]) -> list[Reading]:
+    """Statements of their own in a clause beside what the rules read there, about another aspect.
+
+    "我不吃辣，而且对花生过敏": the rule reads the taste; kept as the whole clause (read as an
+    allergy), a later "现在能吃一点辣了" replaced the allergy with it. A piece that reads as a hard
+    limit counts even when the `memorable` head reads it low ("而且对花生过敏", 0.13).
+    """
+    read_from = [c.evidence or "" for c in rules]
+    tax = taxonomy()
+    aspects = {c.aspect for c in rules if c.aspect} or {
+        r.aspect for r in pieces if any(r.text in e or e in r.text for e in read_from if e)
+    }
+    return [
+        p
+        for p in pieces
+        if (p.memorable >= MEMORABLE or p.constraint >= CONSTRAINT)  # a limit is worth its own memory
+        and not is_question(p.text)
+        and p.aspect_p >= SEPARATE_ASPECT
+        and not any(p.text in e or e in p.text for e in read_from if e)
+        and p.aspect not in aspects
+        and p.aspect in tax.aspects
+        and not about_someone_else(p.text)
+    ]
 
 
 def _says_more(clause: str, events: list[Candidate], pieces: list[Reading]) -> bool:
