@@ -120,3 +120,25 @@ def test_an_allergy_reaches_a_groups_dinner_but_a_confided_pregnancy_stays_out(h
         context={"user_id": "oscar"},
     )
     assert not any("pregnant" in m["text"] for m in health["memories"])
+
+
+def test_a_local_question_in_a_group_brings_the_askers_home_only(home: Path) -> None:
+    graph = build_graph(home=home)
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "我住在北京朝阳区"}]},
+        {"configurable": {"thread_id": "liu-dm"}},
+        context={"user_id": "liu"},
+    )
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "我住在广州天河"}]},
+        {"configurable": {"thread_id": "zhao-dm"}},
+        context={"user_id": "zhao"},
+    )
+    out = graph.invoke(
+        burst([("liu", "周末去爬山吗")], ("zhao", "@bot 明天我那边会下雨吗？"), "2026-12-05"),
+        {"configurable": {"thread_id": "hikers"}},
+        context={"user_id": "zhao"},
+    )
+    shown = {(m["who"], m["text"]) for m in out["memories"]}
+    assert any(who == "zhao" and "广州" in text for who, text in shown)
+    assert not any("北京" in text for _, text in shown)

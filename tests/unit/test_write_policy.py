@@ -290,3 +290,10 @@ def test_a_profile_field_written_by_the_previous_version_is_updated_not_duplicat
         ("shipping_preference", "JD_LOGISTICS")
     ]
     assert [r.operation for r in memory.history("m-ship", user_id="u")] == ["SUPERSEDE"]
+
+
+def test_a_user_id_of_the_wrong_type_is_named_as_such(memory: Memory) -> None:
+    with pytest.raises(InputError, match="user_id must be a string, not int"):
+        memory.add("I'm vegan", user_id=123)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="a user_id is required"):
+        memory.add("I'm vegan", user_id="  ")

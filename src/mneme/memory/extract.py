@@ -120,6 +120,11 @@ _EN_ADV = (
 _OBJ_END = r"(?=\s+(?:and|but|because|so|since|though|although|which)\s+(?:I|i|I'm|it)\b|[,.;!?]|$)"
 
 
+MENTION = re.compile(r"(?<![\w.@])[@＠][\w.\-]+")
+"""A mention of someone in a chat ("@bot", "@小助手"), not part of an e-mail address: it says
+nothing about the speaker."""
+
+
 def is_chinese(text: str) -> bool:
     """Whether a text is mainly Chinese."""
     cjk = len(_CJK.findall(text))

@@ -16,6 +16,7 @@ from langgraph.store.base import BaseStore
 from mneme import recap
 from mneme.context import Context, context_of, thread_id
 from mneme.errors import InputError
+from mneme.memory.extract import MENTION
 from mneme.memory.record import check_user, now_iso
 from mneme.memory.redact import redact_text
 from mneme.memory.repo import REFUSED_INPUTS, Repo
@@ -135,8 +136,6 @@ def update_task(task: TaskState, text: str, previous: Sequence[AnyMessage] = ())
     return out
 
 
-_MENTION = re.compile(r"(?<![\w.@])[@＠][\w.\-]+")
-"""A mention of someone in the chat ("@bot", "@小助手"), not part of an e-mail address."""
 LINE_BREAK = " ⏎ "
 """What stands for a line break inside one group message in the merged input."""
 
@@ -167,7 +166,7 @@ def merge_group(group: GroupInput) -> tuple[HumanMessage, list[str]]:
         # each line of the burst is one line here: a message with line breaks cannot forge
         # another speaker's line ("ok\n[09:05] nina: I love tequila")
         lines.append(f"{stamp}{sender}: {_one_line(content, LINE_BREAK)}")
-        plain = _MENTION.sub(" ", content).strip() or content  # "@bot 你好": the mention says nothing
+        plain = MENTION.sub(" ", content).strip() or content  # "@bot 你好": the mention says nothing
         said.append({"sender": sender, "content": plain, "timestamp": str(msg.get("timestamp", ""))})
     header = f"[group chat; participants: {', '.join(speakers)}; the last line addressed you]"
     sender = _one_line(str(trigger.get("sender", ""))) or "unknown"

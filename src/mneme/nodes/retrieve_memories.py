@@ -131,6 +131,8 @@ def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     memories: list[dict[str, Any]] = []
     refs: dict[str, str] = {}
     touch: Touch | None = None
+    last = state.messages[-1] if state.messages else None
+    asker = (last.name if isinstance(last, HumanMessage) else None) or ctx.user_id  # who addressed the bot
     for person in people:
         queries = build_queries(state, ctx, person if group else None)
         if not queries:
@@ -138,7 +140,8 @@ def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]
         if touch is None and ctx.profile_limit:
             touch = touch_of(queries[0][0])  # the request is the same for every participant
         limited = replace(ctx, max_sensitivity=min(ctx.max_sensitivity, ctx.group_max_sensitivity))
-        model, found = person_memories(store, person, queries, limited if group else ctx, touch)
+        theirs = touch.elsewhere() if touch is not None and group and person != asker else touch
+        model, found = person_memories(store, person, queries, limited if group else ctx, theirs)
         for hits, is_model in ((model, True), (found, False)):
             for hit in hits:
                 ref = len(refs) + 1

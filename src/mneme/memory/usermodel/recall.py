@@ -53,6 +53,13 @@ class Touch:
     local: float = 0.0
     """Probability that the answer depends on where the person is."""
 
+    def elsewhere(self) -> Touch:
+        """The same request for a group participant other than the asker.
+
+        "明天我那边会下雨吗" needs the asker's home, not everyone's.
+        """
+        return Touch(domains=self.domains, aspects=touched(self.domains), local=0.0)
+
     def top_domains(self, n: int = 2) -> list[tuple[str, float]]:
         """The most likely domains, best first (for debugging and the benchmark)."""
         return sorted(self.domains.items(), key=lambda kv: -kv[1])[:n]

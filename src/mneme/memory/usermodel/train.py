@@ -47,11 +47,12 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     statements = [s for s in data["statements"] if s["aspect"] in tax.aspects]
     none = [n["text"] if isinstance(n, dict) else str(n) for n in data["none"]]
     none += [r["text"] for r in data["requests"]]  # a request says nothing lasting about its asker
+    short = [s["text"] for s in data.get("short_statements", [])]  # memorable, with no aspect label
     pairs = data.get("pairs", [])
     return {
         "memorable": (
-            [s["text"] for s in statements] + none,
-            ["yes"] * len(statements) + ["no"] * len(none),
+            [s["text"] for s in statements] + short + none,
+            ["yes"] * (len(statements) + len(short)) + ["no"] * len(none),
             "passage",
         ),
         "aspect": ([s["text"] for s in statements], [s["aspect"] for s in statements], "passage"),
