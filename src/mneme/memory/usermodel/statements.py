@@ -15,10 +15,6 @@ MEMORABLE = 0.45
 """A clause no rule read is kept when the `memorable` head gives it at least this probability
 (0.5 before; 0.45 keeps one more fact of the tune half at the same precision, 0.35 costs
 precision: docs/benchmarks.md)."""
-PLACED = 0.15
-"""...and when the `aspect` head can place it at least this much: "same here" (0.55 memorable,
-0.08 email) says nothing the classifiers can put anywhere in a person's life. 0.2 kept three
-more of 100 held-out chat fillers out but cost two facts of the tuning half (docs/benchmarks.md)."""
 CONSTRAINT = 0.5
 """A kept statement is a hard constraint at this probability (or when its aspect is one)."""
 REVISES = 0.6
@@ -355,8 +351,8 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     kept = memorable(parts)
     if separate(kept):
         return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
-    if (reading.memorable >= MEMORABLE and reading.aspect_p >= PLACED) or len(kept) >= 2:
-        return [_new_candidate(reading)]  # (several memorable pieces: one thought)
+    if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
+        return [_new_candidate(reading)]
     if (
         (
             reading.memorable >= TENTATIVE
