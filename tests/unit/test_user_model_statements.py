@@ -58,7 +58,13 @@ def test_what_someone_says_about_the_speaker_is_about_the_speaker(text: str) -> 
 
 
 @pytest.mark.parametrize(
-    "text", ["我同事不吃香菜。", "我朋友说她不吃辣。", "My friend said she hates sushi."]
+    "text",
+    [
+        "我同事不吃香菜。",
+        "我朋友说她不吃辣。",
+        "My friend said she hates sushi.",
+        'My boss keeps saying "I hate sushi"',  # a rule reads the quote; it is the boss's
+    ],
 )
 def test_what_others_say_about_themselves_is_not_kept(text: str) -> None:
     assert not any(c.aspect for c in read_message(text)), [(c.text, c.aspect) for c in read_message(text)]

@@ -223,6 +223,10 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
         if is_hypothetical(clause):
             used.update(i for i in mine if ruled[i].action != "forget")  # a supposition is no fact
             continue
+        if mine and about_someone_else(clause):
+            # "My boss keeps saying "I hate sushi"": what a rule read is the other person's
+            used.update(i for i in mine if _ABOUT_SPEAKER_TAGS & set(ruled[i].tags))
+            mine = [i for i in mine if not _ABOUT_SPEAKER_TAGS & set(ruled[i].tags)]
         if mine:
             used.update(mine)
             parts_read = [read[s] for s in pieces[clause] if s in read]
@@ -312,6 +316,10 @@ def separate(pieces: list[Reading]) -> bool:
     tax = taxonomy()
     return len({tax.aspects[p.aspect].area for p in pieces}) >= 2
 
+
+_ABOUT_SPEAKER_TAGS = frozenset({"preference", "diet", "health", "identity"})
+"""What a rule reads as the speaker's own taste, diet, health or identity: in a clause about
+someone else (`about_someone_else`), it is theirs, not the speaker's."""
 
 IN_CONTEXT_TAGS = frozenset({"preference", "health", "family", "schedule", "identity", "location"})
 """What a rule reads about the speaker that is kept with its clause (`in_context`): not an order or
