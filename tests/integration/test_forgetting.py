@@ -121,3 +121,12 @@ def test_a_forgotten_phone_is_in_no_recap_title_search_or_export(home: Path) -> 
     assert "0142" not in str(memory.export(user_id="carl"))
     with Sessions(graph.checkpointer, graph.store) as sessions:  # type: ignore[arg-type]
         assert all("0142" not in s.title for s in sessions.list(user_id="carl"))
+
+
+def test_a_forget_about_nothing_stored_deletes_nothing_on_the_real_defaults(home: Path) -> None:
+    with Memory.open(home) as memory:
+        said = ("我对鸡蛋过敏", "手机号13298765432", "我住在杭州市西湖区文三路20号")
+        kept = {c.id for t in said for c in memory.add(t, user_id="k") if c.operation == "ADD"}
+        for text in ("我老是忘记带钥匙出门", "I keep forgetting my gym password, so annoying lol"):
+            assert "DELETE" not in [c.operation for c in memory.add(text, user_id="k")]
+        assert kept <= {r.id for r in memory.get_all(user_id="k")}

@@ -93,6 +93,7 @@ def test_an_allergy_reaches_a_groups_dinner_but_a_confided_pregnancy_stays_out(h
     said = {
         "lao-li": "我对海鲜过敏，虾蟹都不能碰",
         "nina": "Also I'm pregnant, nobody at work knows yet.",
+        "a-fang": "我最近一直在吃降压药，医生让我少喝酒",  # read as drink, holds a medication
     }
     for user, text in said.items():  # each in a one-to-one session of their own
         graph.invoke(
@@ -120,6 +121,18 @@ def test_an_allergy_reaches_a_groups_dinner_but_a_confided_pregnancy_stays_out(h
         context={"user_id": "oscar"},
     )
     assert not any("pregnant" in m["text"] for m in health["memories"])
+    drinks = graph.invoke(
+        burst([("a-fang", "好呀")], ("da-liu", "@bot 周五下班找个地方喝两杯"), "2026-12-06"),
+        {"configurable": {"thread_id": "team-room"}},
+        context={"user_id": "da-liu"},
+    )
+    assert not any("降压药" in m["text"] for m in drinks["memories"])
+    alone = graph.invoke(  # one member alone in the group's thread: still a group
+        burst([], ("nina", "@bot any tips for my next doctor visit?"), "2026-12-06"),
+        {"configurable": {"thread_id": "team-room"}},
+        context={"user_id": "nina"},
+    )
+    assert not any("pregnant" in m["text"] for m in alone["memories"])
 
 
 def test_a_local_question_in_a_group_brings_the_askers_home_only(home: Path) -> None:

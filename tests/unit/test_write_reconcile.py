@@ -166,6 +166,12 @@ def test_forgetting_a_kind_of_data_deletes_that_kind_and_never_another(memory: M
 
 def test_before_i_forget_is_no_request_to_forget(memory: Memory) -> None:
     kept = memory.add("My email is wes@example.org", user_id="u")[0]
+    others = [
+        memory.add(t, user_id="k")[0].id
+        for t in ("我对鸡蛋过敏", "手机号13298765432", "我住在杭州市西湖区文三路20号")
+    ]
+    assert "DELETE" not in ops_of(memory.add("我老是忘记带钥匙出门", user_id="k"))  # about nothing stored
+    assert set(others) <= {r.id for r in memory.get_all(user_id="k")}
     for said in ("Quick thing before I forget: I'm vegetarian.", "趁我还没忘，跟你说一声：我不吃香菜。"):
         assert not [c for c in extract(said) if c.action == "forget"]  # the agent is told of no forgetting
         assert "DELETE" not in ops_of(memory.add(said, user_id="u"))

@@ -837,8 +837,8 @@ class Writer:
         That is: the memory it names (`target`); the kind of data it names ("my address", "我的
         邮箱": the profile field and every memory of its aspect, or nothing when there is none:
         never a memory of another kind that happens to read alike); else the memories whose text
-        contains the topic, else the single best match if it is clearly relevant and, where the
-        topic reads as an aspect of the person (`FORGET_ASPECT`), about that aspect.
+        contains the topic, else the single best match if it is clearly relevant and the topic
+        reads as an aspect of the person (`FORGET_ASPECT`) that the match is about.
         """
         topic = cand.topic or cand.text
         targets: dict[str, MemoryRecord] = {}
@@ -860,8 +860,9 @@ class Writer:
                 if normalize_text(topic) in normalize_text(record.text):
                     targets[record.id] = record
             read = tag_aspect(Candidate(kind="semantic", text=topic, evidence=topic))
-            if read.aspect is not None and read.certainty >= FORGET_ASPECT:
-                hits = [(r, rel) for r, rel in hits if read.aspect in (r.aspects or [r.aspect or ""])]
+            placed = read.aspect is not None and read.certainty >= FORGET_ASPECT
+            # a topic about nothing of the person ("我老是忘记带钥匙出门") deletes only what names it
+            hits = [(r, rel) for r, rel in hits if placed and read.aspect in (r.aspects or [r.aspect or ""])]
             if not targets and hits:
                 best, rel = max(hits, key=lambda h: h[1])
                 if rel >= FORGET_RELEVANCE:

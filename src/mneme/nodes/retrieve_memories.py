@@ -127,7 +127,8 @@ def retrieve_memories(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     if store is None or (ctx.retrieval_limit == 0 and ctx.profile_limit == 0):
         return {"memories": [], "memory_refs": {}}
     people = state.participants or [ctx.user_id]
-    group = len(people) > 1 or bool(people and people[0] != ctx.user_id)
+    # a group's thread is a group even when one member speaks (what they confided elsewhere stays out)
+    group = state.shared or len(people) > 1 or bool(people and people[0] != ctx.user_id)
     memories: list[dict[str, Any]] = []
     refs: dict[str, str] = {}
     touch: Touch | None = None

@@ -99,6 +99,12 @@ def about_someone_else(clause: str) -> bool:
     return bool(_ABOUT_OTHERS.match(said)) and not _REPORTED.match(said)
 
 
+def _sensitivity(aspects: tuple[str, ...]) -> int:
+    """The most sensitive of a statement's likely aspects (health: kept from groups)."""
+    tax = taxonomy()
+    return max((tax.aspects[a].sensitivity for a in aspects if a in tax.aspects), default=0)
+
+
 def _importance(constraint: bool, single: bool) -> float:
     return 0.8 if constraint else 0.6 if single else 0.5
 
@@ -111,7 +117,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         kind=aspect.kind,
         text=reading.text.strip(),
         importance=_importance(constraint, aspect.single),
-        sensitivity=aspect.sensitivity,
+        sensitivity=_sensitivity(reading.aspects or (reading.aspect,)),
         evidence=reading.text,
         tags=["user_model"],
         aspect=aspect.key,
@@ -157,7 +163,7 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
     return replace(
         cand,
         aspect=aspect.key,
-        sensitivity=max(cand.sensitivity, aspect.sensitivity),  # "I'm pregnant": health, kept from groups
+        sensitivity=max(cand.sensitivity, _sensitivity(reading.aspects or (reading.aspect,))),
         constraint=cand.constraint or aspect.constraint or reading.constraint >= CONSTRAINT,
         revises=cand.revises or (reading.change >= REVISES and not adds_to(reading.text)),
         change=max(cand.change, _change(reading)),
@@ -359,8 +365,11 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     kept = memorable(parts)
     if separate(kept):
         return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
+    # a piece's sensitive aspect holds for the whole ("在吃降压药" in a clause read as drink)
+    pieces_sensitivity = _sensitivity(tuple(p.aspect for p in parts if p.aspect_p >= ASPECT_MIN))
     if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
-        return [_new_candidate(reading)]
+        cand = _new_candidate(reading)
+        return [replace(cand, sensitivity=max(cand.sensitivity, pieces_sensitivity))]
     if (
         (
             reading.memorable >= TENTATIVE
@@ -369,7 +378,8 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
         and reading.change >= REVISES
         and not adds_to(clause)
     ):
-        return [_new_candidate(reading, tentative=True)]
+        cand = _new_candidate(reading, tentative=True)
+        return [replace(cand, sensitivity=max(cand.sensitivity, pieces_sensitivity))]
     return []
 
 
