@@ -68,9 +68,7 @@ def check_user(user_id: Any) -> str:
             character (NUL included) or a lone surrogate.
     """
     if user_id is not None and not isinstance(user_id, str):
-        raise InputError(
-            f"mneme: user_id must be a string, not {type(user_id).__name__} ({repr(user_id)[:40]})"
-        )
+        raise InputError(f"mneme: user_id must be a string, not {type(user_id).__name__}")
     if not isinstance(user_id, str) or not user_id.strip():
         raise InputError(
             "mneme: a user_id is required (pass context={'user_id': ...} to the graph, "
