@@ -20,7 +20,7 @@ from mneme.errors import NotFoundError
 from mneme.memory.forget import forget_threads, scrub_store
 from mneme.memory.record import Source, check_user
 from mneme.memory.redact import redact_text
-from mneme.memory.repo import REFUSED_INPUTS, Repo
+from mneme.memory.repo import Repo, refused_inputs
 from mneme.memory.write import WriteContext, Writer
 from mneme.tokens import message_text
 from mneme.validate import check_bool, clean_name
@@ -306,7 +306,7 @@ class Sessions:
 
 def _own_messages(values: dict[str, Any], record: dict[str, Any]) -> list[BaseMessage]:
     """A thread's messages without those of another user it refused (before its owner's next turn)."""
-    refused = {str(i) for i in record.get(REFUSED_INPUTS) or []}
+    refused = refused_inputs(record)
     return [m for m in values.get("messages") or [] if isinstance(m, BaseMessage) and m.id not in refused]
 
 

@@ -123,7 +123,7 @@ class MemoryFields(TypedDict, total=False):
     | key | written by | read by |
     |---|---|---|
     | `turn_start` | `ingest` | `extract_memories` (without it: from the last user message on) |
-    | `owner`, `shared` | `ingest` (first turn of a thread) | `ingest` (another user's run is refused, except a group burst in a group's thread) |
+    | `owner`, `shared` | `ingest` (first turn of a thread) | `ingest` (another user's run is refused, except a group burst in a group's thread); `retrieve_memories` (a group's thread keeps sensitive memories out) |
     | `task` | `ingest` | `retrieve_memories` (slots join the query), `build_context`, `summarize` |
     | `participants` | `ingest` | `retrieve_memories` (without it: the run's user) |
     | `recaps` | `ingest` (first turn of a session) | `build_context` |

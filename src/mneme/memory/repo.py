@@ -44,6 +44,11 @@ already stored them as the run's input), removed from the thread on the owner's 
 never shown as the owner's."""
 
 
+def refused_inputs(session: dict[str, Any] | None) -> set[str]:
+    """The ids of the refused inputs a session record notes (`REFUSED_INPUTS`)."""
+    return {str(i) for i in (session or {}).get(REFUSED_INPUTS) or []}
+
+
 class Repo:
     """Thin typed layer over a `BaseStore`: records, archive, history and sessions of users."""
 

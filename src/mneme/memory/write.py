@@ -374,7 +374,8 @@ class Writer:
             self.repo.apply(ops)
             self._outdate_session(record)
         scrub_store(self.store, ctx.user_id, {op.key for op in ops})
-        self._forget_in_sessions(ctx.user_id, [record])
+        if (record.metadata or {}).get("source") != "session_summary":  # a recap is what is cleaned
+            self._forget_in_sessions(ctx.user_id, [record.text])
         return MemoryChange(
             operation="DELETE",
             id=record.id,
@@ -384,17 +385,11 @@ class Writer:
             threads=[record.source.thread_id] if record.source.thread_id else [],
         )
 
-    def _forget_in_sessions(self, user_id: str, forgotten: Sequence[MemoryRecord | str]) -> None:
+    def _forget_in_sessions(self, user_id: str, texts: list[str]) -> None:
         """Take forgotten personal data out of the user's session titles and recaps (`recap.forget_in_sessions`)."""
         from mneme.recap import forget_in_sessions  # recap writes through this module
 
-        texts = [
-            f if isinstance(f, str) else f.text
-            for f in forgotten
-            if isinstance(f, str) or (f.metadata or {}).get("source") != "session_summary"
-        ]
-        if texts:
-            forget_in_sessions(self.store, user_id, texts)
+        forget_in_sessions(self.store, user_id, texts)
 
     def expire(self, user_id: str, now: datetime | None = None) -> list[MemoryChange]:
         """Take a user's expired memories out of the current view (archived, EXPIRE rows).
@@ -598,12 +593,8 @@ class Writer:
         if digest:
             record.metadata[HIDDEN_DIGEST] = digest
         existing = self.repo.get(ctx.user_id, rid, kinds=[cand.kind])
-        changed_data = (
-            bool(digest)
-            and str((existing.metadata if existing else {}).get(HIDDEN_DIGEST) or digest) != digest
-        )
         if existing is not None:
-            if not changed_data and (
+            if not other_data(existing, digest) and (
                 not keyed
                 or normalize_text(existing.text) == normalize_text(text)
                 or (value is not None and existing.value == value)
@@ -860,9 +851,9 @@ class Writer:
                 if normalize_text(topic) in normalize_text(record.text):
                     targets[record.id] = record
             read = tag_aspect(Candidate(kind="semantic", text=topic, evidence=topic))
-            placed = read.aspect is not None and read.certainty >= FORGET_ASPECT
-            # a topic about nothing of the person ("我老是忘记带钥匙出门") deletes only what names it
-            hits = [(r, rel) for r, rel in hits if placed and read.aspect in (r.aspects or [r.aspect or ""])]
+            if read.aspect is None or read.certainty < FORGET_ASPECT:
+                hits = []  # a topic about nothing of the person ("我老是忘记带钥匙出门"): only what names it
+            hits = [(r, rel) for r, rel in hits if read.aspect in (r.aspects or [r.aspect or ""])]
             if not targets and hits:
                 best, rel = max(hits, key=lambda h: h[1])
                 if rel >= FORGET_RELEVANCE:
@@ -893,10 +884,18 @@ def hidden_digest(user_id: str, values: Sequence[str]) -> str:
     return hmac.new(user_id.encode("utf-8"), said.encode("utf-8"), hashlib.sha256).hexdigest()[:8]
 
 
-def same_value(old: MemoryRecord, text: str, digest: str) -> bool:
-    """Whether a memory says the same as a new text: equal texts and equal masked data, if any."""
+def other_data(old: MemoryRecord, digest: str) -> bool:
+    """Whether a memory masks other personal data than a new text whose masked data has `digest`.
+
+    Both may read `[email l***@example.com]`; a memory written before digests were kept never does.
+    """
     theirs = str((old.metadata or {}).get(HIDDEN_DIGEST) or "")
-    return normalize_text(old.text) == normalize_text(text) and (not theirs or not digest or theirs == digest)
+    return bool(theirs and digest and theirs != digest)
+
+
+def same_value(old: MemoryRecord, text: str, digest: str) -> bool:
+    """Whether a memory says the same as a new text: equal texts and the same masked data."""
+    return normalize_text(old.text) == normalize_text(text) and not other_data(old, digest)
 
 
 def closest_of_area(

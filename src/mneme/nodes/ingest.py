@@ -19,7 +19,7 @@ from mneme.errors import InputError
 from mneme.memory.extract import MENTION
 from mneme.memory.record import check_user, now_iso
 from mneme.memory.redact import redact_text
-from mneme.memory.repo import REFUSED_INPUTS, Repo
+from mneme.memory.repo import REFUSED_INPUTS, Repo, refused_inputs
 from mneme.state import GroupInput, State, TaskState
 from mneme.tokens import message_text
 
@@ -247,8 +247,7 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         )
     thread = thread_id()
     session = Repo(runtime.store).session(user, thread) if runtime.store is not None and thread else None
-    refused = {str(i) for i in (session or {}).get(REFUSED_INPUTS) or []}
-    removals = _stale_inputs(list(state.messages), last.id, refused)
+    removals = _stale_inputs(list(state.messages), last.id, refused_inputs(session))
     if new_messages or removals:
         updates["messages"] = [*removals, *new_messages]
     updates["turn_start"] = last.id or ""

@@ -105,6 +105,16 @@ def _sensitivity(aspects: tuple[str, ...]) -> int:
     return max((tax.aspects[a].sensitivity for a in aspects if a in tax.aspects), default=0)
 
 
+def _as_sensitive_as(cand: Candidate, pieces: list[Reading]) -> Candidate:
+    """A whole clause kept as one memory is as sensitive as its most sensitive piece.
+
+    "我最近一直在吃降压药，医生让我少喝酒" reads as drink, and its first piece as health: kept from
+    groups, as health is.
+    """
+    held = _sensitivity(tuple(p.aspect for p in pieces if p.aspect_p >= ASPECT_MIN))
+    return replace(cand, sensitivity=max(cand.sensitivity, held)) if held > cand.sensitivity else cand
+
+
 def _importance(constraint: bool, single: bool) -> float:
     return 0.8 if constraint else 0.6 if single else 0.5
 
@@ -248,18 +258,22 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
                 cand = _tagged(replace(rule, text=clause.strip(), evidence=clause), reading)
                 if own is not None and own.constraint >= CONSTRAINT:  # "我不吃辣" is, whatever follows
                     cand = replace(cand, constraint=True)
-                out.append(cand)
+                out.append(_as_sensitive_as(cand, parts_read))
             else:
                 out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
                 new.extend(_new_candidate(p) for p in unread)
             if all(ruled[i].kind == "episodic" for i in mine) and (
                 _changes_a_field(reading, clause) or _says_more(clause, [ruled[i] for i in mine], parts_read)
             ):
-                new.append(_new_candidate(reading))
+                new.append(_as_sensitive_as(_new_candidate(reading), parts_read))
             continue
         if is_question(clause) or about_someone_else(clause):
             continue
-        new.extend(_statements(clause, reading, [read[s] for s in pieces[clause] if s in read]))
+        parts_read = [read[s] for s in pieces[clause] if s in read]
+        new.extend(
+            _as_sensitive_as(c, parts_read) if c.evidence == reading.text else c
+            for c in _statements(clause, reading, parts_read)
+        )
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return out + _merge(new, zh)
@@ -365,11 +379,8 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     kept = memorable(parts)
     if separate(kept):
         return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
-    # a piece's sensitive aspect holds for the whole ("在吃降压药" in a clause read as drink)
-    pieces_sensitivity = _sensitivity(tuple(p.aspect for p in parts if p.aspect_p >= ASPECT_MIN))
     if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
-        cand = _new_candidate(reading)
-        return [replace(cand, sensitivity=max(cand.sensitivity, pieces_sensitivity))]
+        return [_new_candidate(reading)]
     if (
         (
             reading.memorable >= TENTATIVE
@@ -378,8 +389,7 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
         and reading.change >= REVISES
         and not adds_to(clause)
     ):
-        cand = _new_candidate(reading, tentative=True)
-        return [replace(cand, sensitivity=max(cand.sensitivity, pieces_sensitivity))]
+        return [_new_candidate(reading, tentative=True)]
     return []
 
 
