@@ -312,7 +312,13 @@ def _rest_writes(port: int, start: int, acks: Path, stop_at: float) -> None:
 
 
 def run(
-    spec: dict[str, Any], workdir: Path, kills: int, *, seed: int = 0, max_wait: float = 1.5
+    spec: dict[str, Any],
+    workdir: Path,
+    kills: int,
+    *,
+    seed: int = 0,
+    max_wait: float = 1.5,
+    modes: tuple[str, ...] = ("writes", "turns", "rest"),
 ) -> dict[str, Any]:
     """Kill `kills` children at random points, then check the stored data against the acks.
 
@@ -322,6 +328,7 @@ def run(
         kills: How many kills (split between writers, graph runs and the REST server).
         seed: Seed of the random kill points.
         max_wait: Longest random wait before a timer kill, seconds.
+        modes: The kinds of process killed, in turn.
 
     Returns:
         Counts: kills, acknowledged writes and turns, lost, duplicated, mismatched history rows.
@@ -336,7 +343,7 @@ def run(
     try:
         for k in range(kills):
             rows = _read(acks)
-            mode = ("writes", "turns", "rest")[k % 3]
+            mode = modes[k % len(modes)]
             point = "timer"
             if mode == "writes":
                 point = rng.choice(["timer", "apply", "chroma_upsert" if "home" in spec else "pg_batch"])
@@ -414,10 +421,10 @@ def _score(
     u, t, r = report["u"], report["t"], report["r"]
     stored_u = Counter(u["texts"])
     stored_r = Counter(r["texts"])
-    lost = [i for i in writes if _texts(i)[0] not in stored_u or _texts(i)[1] not in stored_u]
-    lost += [i for i in rest if f"rest {_texts(i)[0]}" not in stored_r]
+    lost = [f"write {i}" for i in writes if _texts(i)[0] not in stored_u or _texts(i)[1] not in stored_u]
+    lost += [f"rest {i}" for i in rest if f"rest {_texts(i)[0]}" not in stored_r]
     thread = Counter(report["thread"])
-    lost += [j for j in turns if f"我的第{j}号包裹寄到{j % 13}号柜" not in thread]
+    lost += [f"turn {j}" for j in turns if f"我的第{j}号包裹寄到{j % 13}号柜" not in thread]
     duplicated = sum(
         n - 1 for c in (stored_u, stored_r, Counter(t["texts"]), thread) for n in c.values() if n > 1
     )
@@ -440,6 +447,7 @@ def _score(
         "acknowledged_writes": 2 * len(writes) + len(rest),
         "acknowledged_turns": len(turns),
         "lost": len(lost),
+        "lost_items": lost[:10],
         "duplicated": duplicated,
         "history_mismatched": len(mismatched),
         "mismatches": mismatched[:10],

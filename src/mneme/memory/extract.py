@@ -60,7 +60,8 @@ class Candidate:
     """Other aspects the statement may be about (a revision may replace a memory under them)."""
     tentative: bool = False
     """Kept only if it revises a memory the user already has: a short update such as "Actually,
-    just Bob is fine" says little alone, but a lot after "Call me Robert"."""
+    just Bob is fine" says little alone, but a lot after "Call me Robert". A tentative forget
+    request deletes only a memory that clearly matches its topic."""
     domains: tuple[str, ...] = ()
     """The request domains it matters for, as an LLM extractor named them (the writer adds the
     ones the domain classifier reads)."""
@@ -1028,19 +1029,30 @@ def _statements(clause: str, now: datetime, covered: list[str]) -> list[Candidat
 # -- forget requests -----------------------------------------------------------------------
 
 
-def _forget(clause: str, now: datetime) -> list[Candidate]:
+_REMINDS = re.compile(
+    r"别忘|不要忘|趁.{0,4}没忘|免得.{0,3}忘|\b(?:don't|do not|never|won't|can't|not) forget\b|\bforget to\b"
+    r"|\b(?:before|in case|lest|so) (?:I|we) forget\b",
+    re.I,
+)
+
+
+def reminds(clause: str) -> bool:
+    """Whether a clause says "don't forget" or "before I forget": a reminder, never a request to forget."""
+    return bool(_REMINDS.search(clause))
+
+
+def forget_topic(clause: str) -> str | None:
+    """What a forget request's own words name ("把我的邮箱删了": 邮箱), or None when the rules see none.
+
+    "Don't forget to ...", "before I forget: ..." name nothing to forget.
+    """
     zh = re.search(
         r"把(.{1,30}?)(?:这件事|这事|的事情?|这条|这个|这些)?(?:给)?(?:忘了|忘掉|忘记|删了|删掉|删除)"
         r"|(?:忘掉|忘记|忘了吧|删除|删掉|别再记|不要再?记住?|别记)(?:我的|关于我?的?|我)?\s*([^，,。！!？?]{1,30})",
         clause,
     )
-    if re.search(
-        r"别忘|不要忘|趁.{0,4}没忘|免得.{0,3}忘|\b(?:don't|do not|never|won't|can't|not) forget\b|\bforget to\b"
-        r"|\b(?:before|in case|lest|so) (?:I|we) forget\b",
-        clause,
-        re.I,
-    ):
-        return []  # "don't forget to ...", "before I forget: ..." is no request to forget
+    if reminds(clause):
+        return None
     en = re.search(
         r"\b(?:forget|delete|erase|remove)\s+(?:that\s+|about\s+|my\s+|what I said about\s+(?:my\s+)?)?([^,.;!?]{2,60})"
         r"|\b(?:don't|do not|stop|no need to)\s+(?:remember|keep|store|storing|remembering|keeping)\s+(?:that\s+|my\s+)?([^,.;!?]{2,60})",
@@ -1049,14 +1061,33 @@ def _forget(clause: str, now: datetime) -> list[Candidate]:
     )
     m = zh or en
     if not m:
-        return []
+        return None
     topic = _clean(m.group(1) or m.group(2))
     topic = (
         re.sub(r"(?:这件事|这个|吧|了|的事|信息|\s+anymore|\s+any more|\s+please)$", "", topic, flags=re.I)
         or topic
     )
-    topic = re.sub(r"^我", "", topic) if zh else topic
-    return [Candidate("semantic", topic, action="forget", topic=topic, evidence=clause)]
+    return re.sub(r"^我", "", topic) if zh else topic
+
+
+_TOPIC_JOINS = re.compile(r"、|和|以及|还有|\b(?:and|plus|as well as)\b|&", re.I)
+
+
+def forget_parts(topic: str) -> list[str]:
+    """The topics of a forget request that names several ("把猫和邮箱都去掉", "my number and my hometown")."""
+    parts = [p.strip() for p in _TOPIC_JOINS.split(topic) if p and p.strip()]
+    return parts if len(parts) > 1 else [topic]
+
+
+def forget_request(clause: str, topic: str | None = None, *, tentative: bool = False) -> Candidate:
+    """A forget request read in a clause: about `topic`, else about what the whole clause names."""
+    topic = topic or forget_topic(clause) or clause.strip()
+    return Candidate("semantic", topic, action="forget", topic=topic, evidence=clause, tentative=tentative)
+
+
+def _forget(clause: str) -> list[Candidate]:
+    topic = forget_topic(clause)
+    return [forget_request(clause, topic)] if topic else []
 
 
 TOPIC_SUBJECTS: dict[str, str] = {
@@ -1103,12 +1134,14 @@ RULES: list[Rule] = [_shipping, _order, _identity, _family, _location, _contact,
 """Rules applied to every clause, in order; events and schedules are read from what is left."""
 
 
-def extract(text: str, *, now: datetime | None = None) -> list[Candidate]:
+def extract(text: str, *, now: datetime | None = None, forget: bool = True) -> list[Candidate]:
     """Extract memory candidates from one user message.
 
     Args:
         text: What the user said.
         now: The time it was said (resolves "yesterday").
+        forget: Read forget requests by their words (False: the caller reads them itself, as
+            `read_message` does with the `forget` classifier).
 
     Returns:
         Candidates in the user's language; forget requests have `action="forget"`.
@@ -1117,9 +1150,9 @@ def extract(text: str, *, now: datetime | None = None) -> list[Candidate]:
     out: list[Candidate] = []
     seen: set[str] = set()
     for clause in clauses(text):
-        forget = _forget(clause, now)
-        if forget:
-            out.extend(forget)
+        asked = _forget(clause) if forget else []
+        if asked:
+            out.extend(asked)
             continue
         found: list[Candidate] = []
         for rule in RULES:

@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from mneme.errors import InputError, NotFoundError
 from mneme.memory import expiry
-from mneme.memory.extract import Candidate, subject_of_topic
+from mneme.memory.extract import Candidate, forget_parts, subject_of_topic
 from mneme.memory.forget import scrub_store
 from mneme.memory.gist import filler_only_difference, polarity, same_object
 from mneme.memory.guard import field_texts, keep_lines, poisoning_reason
@@ -72,11 +72,14 @@ be replaced without an explicit correction ("I like spicy food" -> "I don't eat 
 REVISION_RELEVANCE = 0.3
 """Calibrated relevance a memory of a neighbouring aspect (same area of life) needs to be
 superseded by a statement that revises something; one of the same aspect needs none."""
-FORGET_RELEVANCE = 0.5
-"""Calibrated relevance a memory needs to be deleted by a forget request."""
-FORGET_ASPECT = 0.5
-"""A forget request's topic that reads as an aspect of the person at least this surely deletes
-only a memory of that aspect ("forget what I said about my diet" never deletes the courier)."""
+FORGET_RELEVANCE = 0.1
+"""Calibrated relevance the memory a forget request's topic reads most like needs to be deleted..."""
+FORGET_MARGIN = 0.2
+"""...and how far ahead of the next memory it must be (a topic that reads like several is
+ambiguous: nothing is deleted, and the reply can ask)."""
+FORGET_TENTATIVE = 0.5
+"""The relevance a tentative forget request (worded as one, not read as one) needs: "我老是忘记
+带钥匙出门" reads faintly like a home address, "Please forget that I like jazz" a lot like "Likes jazz"."""
 SIMILAR_LIMIT = 5
 """How many similar current memories of each kind a candidate is compared with."""
 USER_MODEL_KINDS: tuple[Kind, ...] = ("profile", "semantic")
@@ -825,39 +828,17 @@ class Writer:
     def _forget(self, cand: Candidate, ctx: WriteContext, ops: list[PutOp]) -> list[MemoryChange]:
         """Delete what a forget request is about.
 
-        That is: the memory it names (`target`); the kind of data it names ("my address", "我的
-        邮箱": the profile field and every memory of its aspect, or nothing when there is none:
-        never a memory of another kind that happens to read alike); else the memories whose text
-        contains the topic, else the single best match if it is clearly relevant and the topic
-        reads as an aspect of the person (`FORGET_ASPECT`) that the match is about.
+        That is: the memory it names (`target`); else, for each topic it names ("把猫和邮箱都
+        去掉" names two, `forget_parts`), what that topic points at (`_forget_targets`).
         """
         topic = cand.topic or cand.text
         targets: dict[str, MemoryRecord] = {}
-        subject = None if cand.target else subject_of_topic(topic)
         if cand.target:  # the extractor named the memory: that one, or nothing
             if (named := self.repo.get(ctx.user_id, cand.target)) is not None:
                 targets[named.id] = named
-        elif subject is not None:
-            keyed = self.repo.get(ctx.user_id, field_id(ctx.user_id, "profile", subject), kinds=["profile"])
-            if keyed is not None:
-                targets[keyed.id] = keyed
-            if (aspect := taxonomy().by_subject(subject)) is not None:
-                for record in self.repo.records(ctx.user_id, USER_MODEL_KINDS):
-                    if record.aspect == aspect.key:
-                        targets[record.id] = record
         else:
-            hits = self._similar(topic, ["semantic", "profile", "episodic"], ctx.user_id)
-            for record, _ in hits:
-                if normalize_text(topic) in normalize_text(record.text):
-                    targets[record.id] = record
-            read = tag_aspect(Candidate(kind="semantic", text=topic, evidence=topic))
-            if read.aspect is None or read.certainty < FORGET_ASPECT:
-                hits = []  # a topic about nothing of the person ("我老是忘记带钥匙出门"): only what names it
-            hits = [(r, rel) for r, rel in hits if read.aspect in (r.aspects or [r.aspect or ""])]
-            if not targets and hits:
-                best, rel = max(hits, key=lambda h: h[1])
-                if rel >= FORGET_RELEVANCE:
-                    targets[best.id] = best
+            for part in forget_parts(topic):
+                targets.update((r.id, r) for r in self._forget_targets(part, ctx.user_id, cand.tentative))
         if not targets:
             return [MemoryChange(operation="NOOP", id=None, text=topic, reason="nothing matching to forget")]
         changes = []
@@ -874,6 +855,37 @@ class Writer:
                 )
             )
         return changes
+
+    def _forget_targets(self, topic: str, user_id: str, tentative: bool = False) -> list[MemoryRecord]:
+        """What one topic of a forget request points at.
+
+        A kind of data it names ("my address", "我的邮箱"): the profile field and every memory of
+        its aspect, or nothing when there is none (never a memory of another kind that happens
+        to read alike). Else the memories whose text contains the topic; else the one memory
+        that reads most like it, when it clearly stands out (`FORGET_RELEVANCE`, `FORGET_MARGIN`:
+        "the dog stuff" finds "我家狗狗叫旺财" among the user's other memories), or that a
+        tentative request clearly names (`FORGET_TENTATIVE`); never masked personal data.
+        """
+        subject = subject_of_topic(topic)
+        if subject is not None:
+            found = []
+            keyed = self.repo.get(user_id, field_id(user_id, "profile", subject), kinds=["profile"])
+            if keyed is not None:
+                found.append(keyed)
+            if (aspect := taxonomy().by_subject(subject)) is not None:
+                found += [r for r in self.repo.records(user_id, USER_MODEL_KINDS) if r.aspect == aspect.key]
+            return found
+        hits = self._similar(topic, ["semantic", "profile", "episodic"], user_id)
+        named = [r for r, _ in hits if normalize_text(topic) in normalize_text(r.text)]
+        # masked personal data ("Phone: [phone ***0123]") goes only when its kind is named: "my
+        # budget is private, get rid of that" reads more like a phone number than like the budget
+        hits = [(r, rel) for r, rel in hits if not r.redacted]
+        if named or not hits:
+            return named
+        best, rel = hits[0]
+        runner_up = hits[1][1] if len(hits) > 1 else 0.0
+        floor = FORGET_TENTATIVE if tentative else FORGET_RELEVANCE
+        return [best] if rel >= floor and rel - runner_up >= FORGET_MARGIN else []
 
 
 def hidden_digest(user_id: str, values: Sequence[str]) -> str:

@@ -18,7 +18,8 @@ HEADS = Heads(WEIGHTS, trainer="mneme.memory.usermodel.train")
 """`memorable` (does a statement say something about the speaker worth keeping), `aspect`,
 `constraint` (is it a hard limit), `change` (does it revise an earlier state), `domain` (of a
 request), `local` (does a request's answer depend on where the person is), `supersedes` (does a
-statement replace a given earlier one: read on the pair)."""
+statement replace a given earlier one: read on the pair), `forget` (does a message ask the agent
+to forget something it knows about the speaker; read with the neighbour vote `forget_vote`)."""
 
 DOMAIN_FLOOR = 0.2
 """A domain less likely than this share of the most likely one touches nothing (the tail of a
@@ -70,6 +71,8 @@ class Reading:
     """Probability that it revises an earlier state ("moved to Shanghai last month")."""
     aspects: tuple[str, ...] = ()
     """The likely aspects, best first (the top one and any other above `NEAR_ASPECT`)."""
+    forget: float = 0.0
+    """Probability that it asks the agent to forget something about the speaker ("邮箱那个就当我没说过")."""
 
 
 def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
@@ -82,6 +85,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
     aspects = aspect_head.probs(vecs)
     constraint = HEADS["constraint"].prob(vecs, "yes")
     change = HEADS["change"].prob(vecs, "yes")
+    forget = (HEADS["forget"].prob(vecs, "yes") + HEADS.vote("forget_vote").prob(vecs, "yes")) / 2
     out = []
     for i, text in enumerate(texts):
         best = int(np.argmax(aspects[i]))
@@ -96,6 +100,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
                 constraint=float(constraint[i]),
                 change=float(change[i]),
                 aspects=near,
+                forget=float(forget[i]),
             )
         )
     return out

@@ -6,7 +6,16 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from mneme.memory.extract import MENTION, Candidate, clauses, extract, segments
+from mneme.memory.extract import (
+    MENTION,
+    Candidate,
+    clauses,
+    extract,
+    forget_request,
+    forget_topic,
+    reminds,
+    segments,
+)
 from mneme.memory.gist import filler_only_difference
 from mneme.memory.usermodel.heads import Reading, read_statements
 from mneme.memory.usermodel.taxonomy import taxonomy
@@ -45,6 +54,14 @@ CONTEXT_CHARS = 80
 """A like or dislike a rule read is kept with its clause (`in_context`) up to this length..."""
 CONTEXT_MORE = 4
 """...when the clause says at least this many characters more than the rule's match."""
+FORGET = 0.5
+"""A clause asks the agent to forget something about the speaker at this probability of the
+`forget` head, whatever its words ("邮箱那个就当我没说过哈", "you don't need to know where I work");
+below it, "我又忘了带钥匙" or "delete the second paragraph" is no request (docs/benchmarks.md)..."""
+FORGET_WORDED = 0.2
+"""...except that a clause worded as one ("Please forget that I like jazz", `forget_topic`) needs
+only this much (its own fact pulls the head down): such a request is tentative, it deletes only
+a memory that clearly matches. A reminder ("趁我还没忘，…", `reminds`) is never a request."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 
@@ -223,7 +240,7 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     """
     now = now or datetime.now(UTC)
     text = MENTION.sub(" ", text).strip() or text  # "@bot 你好": addressed, not said of oneself
-    ruled = extract(text, now=now)
+    ruled = extract(text, now=now, forget=False)
     parts = [c for c in clauses(text) if len(c) <= MAX_CLAUSE_CHARS]
     pieces = {p: segments(p) for p in parts}
     # One batch: each clause, its comma-separated pieces, and what each rule read its fact from.
@@ -233,11 +250,29 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     used: set[int] = set()
     out: list[Candidate] = []
     new: list[Candidate] = []
+    asked: Candidate | None = None  # the forget request of the clause just before, if any
     for clause in parts:
         reading = read[clause]
         mine = [i for i, c in enumerate(ruled) if i not in used and c.evidence and c.evidence in clause]
+        if (request := asks_to_forget(clause, reading)) is not None:
+            used.update(mine)  # what it names is what to forget, not a new fact
+            if asked is not None and asked is out[-1]:  # "Forget the allergy? I'd rather you didn't have it."
+                topic = f"{asked.topic} {request.topic}"
+                request = replace(
+                    asked,
+                    text=topic,
+                    topic=topic,
+                    evidence=f"{asked.evidence} {clause}",
+                    tentative=asked.tentative and request.tentative,
+                )
+                out[-1] = request
+            else:
+                out.append(request)
+            asked = request
+            continue
+        asked = None
         if is_hypothetical(clause):
-            used.update(i for i in mine if ruled[i].action != "forget")  # a supposition is no fact
+            used.update(mine)  # a supposition is no fact
             continue
         if mine and about_someone_else(clause):
             # "My boss keeps saying "I hate sushi"": what a rule read is the other person's
@@ -277,6 +312,17 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return out + _merge(new, zh)
+
+
+def asks_to_forget(clause: str, reading: Reading) -> Candidate | None:
+    """The forget request a clause makes (`FORGET`, `FORGET_WORDED`), if it makes one."""
+    if reminds(clause):
+        return None
+    if reading.forget >= FORGET:
+        return forget_request(clause, clause.strip())  # its words, not the rules' capture
+    if reading.forget >= FORGET_WORDED and forget_topic(clause) is not None:
+        return forget_request(clause, clause.strip(), tentative=True)
+    return None
 
 
 def _unread(pieces: list[Reading], rules: list[Candidate]) -> list[Reading]:

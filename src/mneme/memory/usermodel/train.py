@@ -14,14 +14,22 @@ from typing import Any
 
 import numpy as np
 
-from mneme.classifier import LinearClassifier, data_hash, data_path, save_heads, unit
+from mneme.classifier import Head, LinearClassifier, NeighbourVote, data_hash, data_path, save_heads, unit
 from mneme.memory.usermodel.heads import WEIGHTS, pair_features
 from mneme.memory.usermodel.taxonomy import TAXONOMY_FILE, taxonomy
 
 EXAMPLES_FILE = "user_model_examples.json"
 SOURCES = (TAXONOMY_FILE, EXAMPLES_FILE)
 """The data the weights are trained on; their hash is recorded in the weights file."""
-L2 = {"memorable": 1e-5, "aspect": 1e-5, "constraint": 1e-5, "change": 1e-5, "domain": 1e-5, "local": 1e-4}
+L2 = {
+    "memorable": 1e-5,
+    "aspect": 1e-5,
+    "constraint": 1e-5,
+    "change": 1e-5,
+    "domain": 1e-5,
+    "local": 1e-4,
+    "forget": 1e-5,
+}
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
 L2_PAIRS = 1e-4
 """Weight decay of the `supersedes` head (chosen on the tuning half of the labelled change pairs,
@@ -30,6 +38,15 @@ SYNTHETIC_PAIRS = 300
 """Pairs drawn from the statements for the `supersedes` head, per kind (see `pair_dataset`)."""
 SYNTHETIC_WEIGHT = 0.5
 """Weight of a drawn pair against a written one."""
+FORGET_NEAR_MISS = 2.0
+"""Weight of the written near misses among the `forget` head's examples ("别忘了提醒我", "delete the
+second paragraph", "别把我的邮箱告诉别人"); a written request, a statement or a chat line weighs 1.
+Chosen on the tuning halves of benchmarks/data/forget_requests.json and of the statements of the
+labelled sets: lighter statements let "我不吃香菜" read as a request (docs/benchmarks.md)."""
+FORGET_VOTE = {"k": 9, "temperature": 0.02}
+"""The neighbour vote beside the `forget` head (its examples, as the head sees them): the head
+alone reads "别把我的邮箱告诉别人" (don't share it) as a request to forget it. Chosen on the same
+tuning halves."""
 STATEMENT_AS_NO_CHANGE = 0.3
 """Weight of the plain statements among the `change` head's negatives: most statements say how
 things are, not that they changed ("I prefer X over Y" is no revision), but a few do."""
@@ -71,6 +88,12 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             [r["text"] for r in data["requests"] if r["domain"] in tax.domains],
             [r["domain"] for r in data["requests"] if r["domain"] in tax.domains],
             "query",
+        ),
+        "forget": (  # does a message ask to forget something about the speaker
+            [f["text"] for f in data.get("forget", [])] + [s["text"] for s in statements] + none,
+            ["yes" if f["label"] == "yes" else "no" for f in data.get("forget", [])]
+            + ["no"] * (len(statements) + len(none)),
+            "passage",
         ),
         "local": (  # does the answer depend on where the person is (weather, nearby, commute)
             [r["text"] for r in data.get("local_requests", [])],
@@ -131,6 +154,9 @@ def _cache_file() -> Path:
 
 def weights(name: str, data: dict[str, Any]) -> list[float] | None:
     """Per-example weights of a head's training set (None: all equal)."""
+    if name == "forget":
+        written = [FORGET_NEAR_MISS if f["label"] == "no" else 1.0 for f in data.get("forget", [])]
+        return written + [1.0] * (len(datasets(data)["forget"][0]) - len(written))
     if name != "change":
         return None
     pairs = len(data.get("pairs", []))
@@ -182,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-cv", action="store_true", help="skip cross-validation")
     args = parser.parse_args(argv)
     data = examples()
-    heads: dict[str, LinearClassifier] = {}
+    heads: dict[str, Head] = {}
     meta: dict[str, Any] = {"sources": data_hash(*SOURCES), "counts": {}, "cv_accuracy": {}}
     for name, (texts, targets, side) in datasets(data).items():
         t0 = time.perf_counter()
@@ -190,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not args.no_cv:
             meta["cv_accuracy"][name] = round(cross_validate(x, targets, L2[name]), 4)
         heads[name] = LinearClassifier.fit(x, targets, l2=L2[name], sample_weight=weights(name, data))
+        if name == "forget":
+            heads["forget_vote"] = NeighbourVote.fit(x, targets, **FORGET_VOTE)  # type: ignore[arg-type]
         meta["counts"][name] = len(texts)
         print(
             f"{name}: {len(texts)} examples, {len(set(targets))} classes, "
