@@ -339,6 +339,7 @@ def run(
     acks = workdir / "acks.jsonl"
     zyg = Zygote()
     points: Counter[str] = Counter()
+    lives: list[str] = []  # what each life was and where it died, in order (to read a loss by)
     started = time.monotonic()
     try:
         for k in range(kills):
@@ -389,6 +390,7 @@ def run(
             if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
                 raise RuntimeError(f"a crash child ended without being killed: {status}, {_read(acks)[-1:]}")
             points[point] += 1
+            lives.append(f"{mode}@{point}:{cmd.get('start', '')}")
         rows = _read(acks)
         writes = sorted({r["i"] for r in rows if r["kind"] == "write"})
         if writes:
@@ -400,7 +402,7 @@ def run(
     finally:
         zyg.close()
     report = json.loads(out.read_text())
-    return _score(report, rows, kills, points, time.monotonic() - started)
+    return {**_score(report, rows, kills, points, time.monotonic() - started), "lives": lives}
 
 
 def _gone(pid: int) -> bool:

@@ -23,12 +23,15 @@ KILLS = 21
 def _check(result: dict[str, object]) -> None:
     assert result["kills"] == KILLS
     assert result["acknowledged_writes"] and result["acknowledged_turns"]  # the children did work
-    assert result["lost"] == 0
-    assert result["duplicated"] == 0
-    assert result["history_mismatched"] == 0  # every record has its one ADD row, and every row its record
-    assert result["pending_left"] == 0  # every queued extraction ran
-    assert result["thread_stuck"] is False  # the thread resumed from its last checkpoint
-    assert result["last_write_found"] is True  # the read path's index is in step after restarts
+    # the whole result on failure: which item was lost, and the lives and kill points around it
+    assert result["lost"] == 0, result
+    assert result["duplicated"] == 0, result
+    assert result["history_mismatched"] == 0, (
+        result
+    )  # every record has its one ADD row, and every row its record
+    assert result["pending_left"] == 0, result  # every queued extraction ran
+    assert result["thread_stuck"] is False, result  # the thread resumed from its last checkpoint
+    assert result["last_write_found"] is True, result  # the read path's index is in step after restarts
 
 
 @pytest.mark.timeout(900)
