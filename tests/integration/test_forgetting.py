@@ -130,3 +130,59 @@ def test_a_forget_about_nothing_stored_deletes_nothing_on_the_real_defaults(home
         for text in ("我老是忘记带钥匙出门", "I keep forgetting my gym password, so annoying lol"):
             assert "DELETE" not in [c.operation for c in memory.add(text, user_id="k")]
         assert kept <= {r.id for r in memory.get_all(user_id="k")}
+
+
+def _told(memory: Memory, user: str, facts: list[str]) -> dict[str, set[str]]:
+    """Each fact said in its own message, with the ids of the memories it left."""
+    return {
+        fact: {c.id for c in memory.add(fact, user_id=user) if c.id and c.operation in ("ADD", "SUPERSEDE")}
+        for fact in facts
+    }
+
+
+def _deleted(memory: Memory, user: str, told: dict[str, set[str]], said: str) -> set[str]:
+    gone = {c.id for c in memory.add(said, user_id=user) if c.operation == "DELETE"}
+    return {fact for fact, ids in told.items() if ids & gone}
+
+
+@pytest.mark.parametrize(
+    ("said", "forgotten"),
+    [
+        ("狗狗的事你就别记了", "我家狗狗叫旺财"),
+        ("关于我儿子的，全部清空", "我儿子叫乐乐，今年五岁"),
+        ("stop keeping tabs on my cats lol", "I have two cats, Salt and Pepper"),
+        # the second clause names nothing: it is one request with the first, not one about the phone
+        (
+            "Can you forget the strawberry allergy? I'd prefer you didn't have it.",
+            "I'm allergic to strawberries",
+        ),
+    ],
+)
+def test_a_forget_request_in_the_users_own_words_deletes_that_and_nothing_else(
+    home: Path, said: str, forgotten: str
+) -> None:
+    with Memory.open(home) as memory:
+        facts = [forgotten, "我的手机号是13912345678", "My email is kim.l@example.com", "我住在杭州西湖区"]
+        told = _told(memory, "u", facts)
+        assert all(told.values())
+        assert _deleted(memory, "u", told, said) == {forgotten}
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "别把我的邮箱告诉别人啊",  # don't share it: it stays
+        "帮我把这段话的最后一句删掉：我的邮箱是 kim.l@example.com",
+        "I forgot my phone at home again",
+    ],
+)
+def test_words_about_deleting_or_forgetting_that_ask_nothing_of_the_memory_delete_nothing(
+    home: Path, said: str
+) -> None:
+    with Memory.open(home) as memory:
+        told = _told(
+            memory,
+            "u",
+            ["My email is kim.l@example.com", "我的手机号是13912345678", "My monthly budget is 800 pounds"],
+        )
+        assert _deleted(memory, "u", told, said) == set()

@@ -320,8 +320,9 @@ def asks_to_forget(clause: str, reading: Reading) -> Candidate | None:
         return None
     if reading.forget >= FORGET:
         return forget_request(clause, clause.strip())  # its words, not the rules' capture
-    if reading.forget >= FORGET_WORDED and forget_topic(clause) is not None:
-        return forget_request(clause, clause.strip(), tentative=True)
+    if reading.forget >= FORGET_WORDED and (named := forget_topic(clause)) is not None:
+        # what its words name is what it may delete ("帮我把这段话的最后一句删掉：我的邮箱是…" names no email)
+        return forget_request(clause, named, tentative=True)
     return None
 
 

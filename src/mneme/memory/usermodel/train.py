@@ -43,7 +43,7 @@ FORGET_NEAR_MISS = 2.0
 second paragraph", "别把我的邮箱告诉别人"); a written request, a statement or a chat line weighs 1.
 Chosen on the tuning halves of benchmarks/data/forget_requests.json and of the statements of the
 labelled sets: lighter statements let "我不吃香菜" read as a request (docs/benchmarks.md)."""
-FORGET_VOTE = {"k": 9, "temperature": 0.02}
+FORGET_VOTE = {"k": 5, "temperature": 0.02}
 """The neighbour vote beside the `forget` head (its examples, as the head sees them): the head
 alone reads "别把我的邮箱告诉别人" (don't share it) as a request to forget it. Chosen on the same
 tuning halves."""
