@@ -156,6 +156,14 @@ def _deleted(memory: Memory, user: str, told: dict[str, set[str]], said: str) ->
             "Can you forget the strawberry allergy? I'd prefer you didn't have it.",
             "I'm allergic to strawberries",
         ),
+        # the sentence before says what to forget, and is not stored again
+        ("之前跟你说过我周末爱去爬山。这件事你就当没听过吧。", "我周末最喜欢去青城山爬山。"),
+        (
+            "You know the thing about my brother being a firefighter. I'd like you to stop remembering that.",
+            "My brother Jake is a firefighter in Denver.",
+        ),
+        # "工作" names an employer; the user told an occupation, of the same area of life
+        ("我是做什么工作的，以后也不要再记住了。", "我在一家三甲医院当护士，经常要上夜班。"),
     ],
 )
 def test_a_forget_request_in_the_users_own_words_deletes_that_and_nothing_else(
@@ -166,6 +174,7 @@ def test_a_forget_request_in_the_users_own_words_deletes_that_and_nothing_else(
         told = _told(memory, "u", facts)
         assert all(told.values())
         assert _deleted(memory, "u", told, said) == {forgotten}
+        assert len(memory.get_all(user_id="u")) == len(facts) - 1  # and nothing stored in its place
 
 
 @pytest.mark.parametrize(

@@ -78,6 +78,9 @@ FORGET_RELEVANCE = 0.4
 FORGET_MARGIN = 0.2
 """...and how far ahead of the next memory it must be (a topic that reads like several is
 ambiguous: nothing is deleted, and the reply can ask)."""
+FORGET_AREA = 0.1
+"""The relevance enough for the memory of the area of life a request names, when it names a kind
+of data the user never gave (asked to forget "工作单位", the user told an occupation: 0.2)."""
 FORGET_TENTATIVE = 0.5
 """The relevance a tentative forget request (worded as one, not read as one) needs: "我老是忘记
 带钥匙出门" reads faintly like a home address, "Please forget that I like jazz" a lot like "Likes jazz"."""
@@ -861,21 +864,32 @@ class Writer:
         """What one topic of a forget request points at.
 
         A kind of data it names ("my address", "我的邮箱"): the profile field and every memory of
-        its aspect, or nothing when there is none (never a memory of another kind that happens
-        to read alike). Else the memories whose text contains the topic; else the one memory
+        its aspect; when there is none, the memory of the same area of life it reads most like
+        (the occupation for "工作"), never one of another area that happens to read alike. Else the memories whose text contains the topic; else the one memory
         that reads most like it, when it clearly stands out (`FORGET_RELEVANCE`, `FORGET_MARGIN`:
         "the dog stuff" finds "我家狗狗叫旺财" among the user's other memories), or that a
         tentative request clearly names (`FORGET_TENTATIVE`); never masked personal data.
         """
         subject = subject_of_topic(topic)
+        floor = FORGET_TENTATIVE if tentative else FORGET_RELEVANCE
         if subject is not None:
             found = []
             keyed = self.repo.get(user_id, field_id(user_id, "profile", subject), kinds=["profile"])
             if keyed is not None:
                 found.append(keyed)
-            if (aspect := taxonomy().by_subject(subject)) is not None:
+            aspect = taxonomy().by_subject(subject)
+            if aspect is not None:
                 found += [r for r in self.repo.records(user_id, USER_MODEL_KINDS) if r.aspect == aspect.key]
-            return found
+            if found or aspect is None:
+                return found
+            # "我工作单位的信息…别留着" names the employer, the user told their occupation: the
+            # memory of that area of life most like the request, if clearly relevant
+            near = [
+                (r, rel)
+                for r, rel in self._similar(topic, USER_MODEL_KINDS, user_id)
+                if taxonomy().same_area(r.aspect, aspect.key) and not r.redacted
+            ]
+            return [near[0][0]] if near and near[0][1] >= min(floor, FORGET_AREA) else []
         hits = self._similar(topic, ["semantic", "profile", "episodic"], user_id)
         named = [r for r, _ in hits if normalize_text(topic) in normalize_text(r.text)]
         # masked personal data ("Phone: [phone ***0123]") goes only when its kind is named: "my
@@ -885,7 +899,6 @@ class Writer:
             return named
         best, rel = hits[0]
         runner_up = hits[1][1] if len(hits) > 1 else 0.0
-        floor = FORGET_TENTATIVE if tentative else FORGET_RELEVANCE
         return [best] if rel >= floor and rel - runner_up >= FORGET_MARGIN else []
 
 

@@ -13,6 +13,7 @@ from mneme.memory.extract import (
     extract,
     forget_request,
     forget_topic,
+    is_chinese,
     reminds,
     segments,
 )
@@ -62,9 +63,13 @@ FORGET_WORDED = 0.2
 """...except that a clause worded as one ("Please forget that I like jazz", `forget_topic`) needs
 only this much (its own fact pulls the head down): such a request is tentative, it deletes only
 a memory that clearly matches. A reminder ("趁我还没忘，…", `reminds`) is never a request."""
+BACK_ASPECT = 0.5
+"""A short clause that points back ("这件事你就当没听过吧", "Wipe it.") and reads as no aspect of
+the person at this probability is read with the clause before it (`refers_back`)."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 
+_BACK = re.compile(r"这件事|这事|这个|那个|这些|那些|这条|那条|它|\b(?:that|it|this|those|these)\b", re.I)
 _ADDITIVE = re.compile(r"也|另外|此外|还有|还会|还在|还养|还喜欢|\b(?:also|too|as well|either)\b", re.I)
 _HYPOTHETICAL = re.compile(r"^(?:如果|要是|假如|假设|万一|倘若|if\b|suppose\b|imagine\b|what if\b)", re.I)
 _QUESTION_END = re.compile(r"(?:[?？]|[吗呢嘛][。.!！~～]*)\s*$")
@@ -246,15 +251,26 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     # One batch: each clause, its comma-separated pieces, and what each rule read its fact from.
     texts = list(dict.fromkeys([*parts, *(s for p in parts for s in pieces[p] if s != p)]))
     texts += [e for e in dict.fromkeys(c.evidence for c in ruled if c.evidence) if e not in texts]
+    # a short clause pointing back is also read with the one before it ("Shellfish allergy. Wipe it.")
+    follows = {n: f"{parts[n - 1]} {parts[n]}" for n in range(1, len(parts)) if refers_back(parts[n])}
+    texts += [t for t in dict.fromkeys(follows.values()) if t not in texts]
     read = dict(zip(texts, read_statements(texts), strict=True))
     used: set[int] = set()
     out: list[Candidate] = []
     new: list[Candidate] = []
     asked: Candidate | None = None  # the forget request of the clause just before, if any
-    for clause in parts:
+    marks: list[tuple[int, int]] = []  # what `out` and `new` held before each clause
+    for n, clause in enumerate(parts):
+        marks.append((len(out), len(new)))
         reading = read[clause]
         mine = [i for i, c in enumerate(ruled) if i not in used and c.evidence and c.evidence in clause]
-        if (request := asks_to_forget(clause, reading)) is not None:
+        request = asks_to_forget(clause, reading)
+        if asked is None and n in follows and reading.aspect_p < BACK_ASPECT:
+            found = asks_to_forget(follows[n], read[follows[n]]) or request
+            if found is not None:  # the clause before says what to forget, it is no new fact
+                del out[marks[n - 1][0] :], new[marks[n - 1][1] :]
+                request = replace(found, text=follows[n], topic=follows[n], evidence=follows[n])
+        if request is not None:
             used.update(mine)  # what it names is what to forget, not a new fact
             if asked is not None and asked is out[-1]:  # "Forget the allergy? I'd rather you didn't have it."
                 topic = f"{asked.topic} {request.topic}"
@@ -312,6 +328,12 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return out + _merge(new, zh)
+
+
+def refers_back(clause: str) -> bool:
+    """Whether a short clause points back at what was said before it ("这件事你就当没听过吧", "Wipe it.")."""
+    short = len(clause) <= 16 if is_chinese(clause) else len(clause.split()) <= 8
+    return short and bool(_BACK.search(clause))
 
 
 def asks_to_forget(clause: str, reading: Reading) -> Candidate | None:
