@@ -264,3 +264,21 @@ def test_a_taste_revised_leaves_the_allergy_said_in_the_same_breath(memory: Memo
     current = [r.text for r in memory.get_all(user_id="u")]
     assert any("花生过敏" in t for t in current)
     assert any("能吃一点辣" in t for t in current) and not any(t.endswith("不吃辣") for t in current)
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        (
+            "My email is sam.okafor@fastmail.com if you ever need it.",
+            "Ugh, I forgot my keys at the office again.",
+        ),
+        ("我在一家三甲医院当护士，经常要上夜班。", "糟糕，我又把钥匙忘在医院更衣室了。"),
+    ],
+)
+def test_a_mishap_that_reads_as_no_aspect_replaces_no_fact_of_another_area(
+    memory: Memory, fact: str, said: str
+) -> None:
+    kept = memory.add(fact, user_id="u")[0]
+    assert "SUPERSEDE" not in ops_of(memory.add(said, user_id="u"))
+    assert kept.id in {r.id for r in memory.get_all(user_id="u")}

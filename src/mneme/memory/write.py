@@ -104,6 +104,9 @@ SUPERSEDES_FAR = 0.8
 """`supersedes` probability at which it replaces a memory of another area ("not married" then
 "my wife")... (0.9 was tried: neutral on the tuning half, but it cost 3 of 36 changes of the
 fresh pairs, docs/benchmarks.md)"""
+FAR_CERTAINTY = 0.4
+"""...and when what it is about reads as some aspect of the person at least this surely: "Ugh, I
+forgot my keys at the office again" (tech at 0.17, a change at 0.99) had replaced the email."""
 CHANGE_FAR = 0.3
 """...when it reads as a change at least this much. The four were chosen on the tuning half of
 the labelled change pairs and the tuning halves' preference homes, where every replacement is
@@ -717,7 +720,12 @@ class Writer:
                 (same and p >= SUPERSEDES_ASPECT)
                 or (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
                 or (same and (cand.revises or asserted) and p >= SUPERSEDES_SAME and change >= CHANGE_FAR)
-                or (p >= SUPERSEDES_FAR and rel >= REVISION_RELEVANCE and change >= CHANGE_FAR)
+                or (
+                    p >= SUPERSEDES_FAR
+                    and rel >= REVISION_RELEVANCE
+                    and change >= CHANGE_FAR
+                    and cand.certainty >= FAR_CERTAINTY
+                )
             )
             # a memory of the statement's own aspect goes first: "现在能吃一点辣了" revises the
             # taste "不吃辣", not the peanut allergy said beside it, however the pair reads
