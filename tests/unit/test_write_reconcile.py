@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -277,8 +278,9 @@ def test_a_taste_revised_leaves_the_allergy_said_in_the_same_breath(memory: Memo
     ],
 )
 def test_a_mishap_that_reads_as_no_aspect_replaces_no_fact_of_another_area(
-    memory: Memory, fact: str, said: str
+    home: Path, fact: str, said: str
 ) -> None:
-    kept = memory.add(fact, user_id="u")[0]
-    assert "SUPERSEDE" not in ops_of(memory.add(said, user_id="u"))
-    assert kept.id in {r.id for r in memory.get_all(user_id="u")}
+    with Memory.open(home) as memory:  # the real defaults (relevance is calibrated on the home's store)
+        kept = memory.add(fact, user_id="u")[0]
+        assert "SUPERSEDE" not in ops_of(memory.add(said, user_id="u"))
+        assert kept.id in {r.id for r in memory.get_all(user_id="u")}
