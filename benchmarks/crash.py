@@ -196,6 +196,9 @@ def child_check(spec: dict[str, Any], out: Path) -> None:
     state = graph.get_state(config)
     report["thread"] = [m.text for m in state.values.get("messages", []) if isinstance(m, HumanMessage)]
     report["thread_next"] = list(state.next)
+    # to read a lost turn by: every message of the thread, and how many checkpoints it has
+    report["thread_all"] = [f"{type(m).__name__}:{m.id}" for m in state.values.get("messages", [])]
+    report["checkpoints"] = sum(1 for _ in graph.get_state_history(config))
     last = spec.get("last_text")
     report["found_last"] = bool(last) and any(h.text == last for h in mem.search(last, user_id="u", limit=3))
     out.write_text(json.dumps(report, ensure_ascii=False))
@@ -457,6 +460,8 @@ def _score(
         "thread_stuck": bool(report["thread_next"]),
         "last_write_found": report["found_last"] or not writes,
         "seconds": round(seconds, 1),
+        "thread_messages": report.get("thread_all") if lost else None,
+        "thread_checkpoints": report.get("checkpoints"),
     }
 
 
