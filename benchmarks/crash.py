@@ -116,6 +116,27 @@ def _open(spec: dict[str, Any]) -> Any:
     return Memory.open(spec.get("home"), postgres=spec.get("postgres"))
 
 
+def _latest(graph: Any, config: Any) -> Any:
+    """The config of a thread's latest checkpoint, by its id.
+
+    LangGraph 1.2's `get_state` on a thread without a checkpoint id reads a run killed right
+    after its input checkpoint as finished: no next step, and the pending input among the
+    messages (a delta channel read back with that checkpoint's pending writes). By its id, the
+    same checkpoint shows `next == ('__start__',)` and the input not yet applied. A client that
+    trusted the first read never resumed the turn, and its next input replaced the pending one
+    (docs/benchmarks.md, "Crashes").
+    """
+    found = graph.checkpointer.get_tuple(config)
+    if found is None:
+        return config
+    return {
+        "configurable": {
+            **config["configurable"],
+            "checkpoint_id": found.config["configurable"]["checkpoint_id"],
+        }
+    }
+
+
 def child_writes(spec: dict[str, Any], acks: Path, start: int) -> None:
     """Write verbatim messages and saved facts, acknowledging each after it returned."""
     mem = _open(spec)
@@ -137,7 +158,7 @@ def child_turns(spec: dict[str, Any], acks: Path, start: int) -> None:
     graph = build_graph(model="offline", home=spec.get("home"), postgres=spec.get("postgres"))
     config: Any = {"configurable": {"thread_id": "crash-thread"}}
     ctx = {"user_id": "t", "extraction": "deferred"}
-    state = graph.get_state(config)
+    state = graph.get_state(_latest(graph, config))
     if state.next:  # killed mid-run: resume from the last checkpoint
         graph.invoke(None, config, context=ctx)
     # what earlier lives queued and did not run: run it now (a crash loses no job)
@@ -181,7 +202,7 @@ def child_check(spec: dict[str, Any], out: Path) -> None:
     graph = build_graph(model="offline", home=spec.get("home"), postgres=spec.get("postgres"))
     config: Any = {"configurable": {"thread_id": "crash-thread"}}
     ctx = {"user_id": "t", "extraction": "deferred"}
-    if graph.get_state(config).next:
+    if graph.get_state(_latest(graph, config)).next:
         graph.invoke(None, config, context=ctx)
     mem = Memory(graph.store)  # type: ignore[arg-type]
     mem.retry_pending(force=True)
