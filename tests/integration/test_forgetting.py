@@ -162,6 +162,8 @@ def _deleted(memory: Memory, user: str, told: dict[str, set[str]], said: str) ->
             "You know the thing about my brother being a firefighter. I'd like you to stop remembering that.",
             "My brother Jake is a firefighter in Denver.",
         ),
+        # two topics in one request, each deleted
+        ("把我的手机号和邮箱都删了", "我的手机号是13912345678|My email is kim.l@example.com"),
         # "工作" names an employer; the user told an occupation, of the same area of life
         ("我是做什么工作的，以后也不要再记住了。", "我在一家三甲医院当护士，经常要上夜班。"),
     ],
@@ -170,11 +172,16 @@ def test_a_forget_request_in_the_users_own_words_deletes_that_and_nothing_else(
     home: Path, said: str, forgotten: str
 ) -> None:
     with Memory.open(home) as memory:
-        facts = [forgotten, "我的手机号是13912345678", "My email is kim.l@example.com", "我住在杭州西湖区"]
+        gone = set(forgotten.split("|"))
+        facts = list(
+            dict.fromkeys(
+                [*gone, "我的手机号是13912345678", "My email is kim.l@example.com", "我住在杭州西湖区"]
+            )
+        )
         told = _told(memory, "u", facts)
         assert all(told.values())
-        assert _deleted(memory, "u", told, said) == {forgotten}
-        assert len(memory.get_all(user_id="u")) == len(facts) - 1  # and nothing stored in its place
+        assert _deleted(memory, "u", told, said) == gone
+        assert len(memory.get_all(user_id="u")) == len(facts) - len(gone)  # and nothing stored in its place
 
 
 @pytest.mark.parametrize(

@@ -1079,9 +1079,8 @@ def forget_parts(topic: str) -> list[str]:
     return parts if len(parts) > 1 else [topic]
 
 
-def forget_request(clause: str, topic: str | None = None, *, tentative: bool = False) -> Candidate:
-    """A forget request read in a clause: about `topic`, else about what the whole clause names."""
-    topic = topic or forget_topic(clause) or clause.strip()
+def forget_request(clause: str, topic: str, *, tentative: bool = False) -> Candidate:
+    """A forget request read in a clause, about `topic`."""
     return Candidate("semantic", topic, action="forget", topic=topic, evidence=clause, tentative=tentative)
 
 

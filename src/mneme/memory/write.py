@@ -877,8 +877,8 @@ class Writer:
 
         A kind of data it names ("my address", "我的邮箱"): the profile field and every memory of
         its aspect; when there is none, the memory of the same area of life it reads most like
-        (the occupation for "工作"), never one of another area that happens to read alike. Else the memories whose text contains the topic; else the one memory
-        that reads most like it, when it clearly stands out (`FORGET_RELEVANCE`, `FORGET_MARGIN`:
+        (the occupation for "工作"), never one of another area that happens to read alike. Else
+        the memories whose text contains the topic; else the one memory that reads most like it, when it clearly stands out (`FORGET_RELEVANCE`, `FORGET_MARGIN`:
         "the dog stuff" finds "我家狗狗叫旺财" among the user's other memories), or that a
         tentative request clearly names (`FORGET_TENTATIVE`); never masked personal data.
         """

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from mneme.memory.extract import extract, is_chinese
-from mneme.memory.usermodel.statements import read_message
+from mneme.memory.usermodel.statements import forget_requests
 from mneme.tokens import message_text
 
 PREFIX = {"zh": "【离线演示模型】", "en": "[offline demo model] "}
@@ -274,7 +274,7 @@ class OfflineChatModel(BaseChatModel):
         zh = lang == "zh"
         if not text:
             return "请告诉我您需要什么帮助。" if zh else "Tell me what you need."
-        if any(c.action == "forget" and not c.tentative for c in read_message(text)):  # as the write path
+        if any(not c.tentative for c in forget_requests(text)):  # as the write path reads it
             return (
                 "好的，这部分信息我已经忘掉了，之后不会再用。"
                 if zh

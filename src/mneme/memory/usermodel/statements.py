@@ -336,6 +336,17 @@ def refers_back(clause: str) -> bool:
     return short and bool(_BACK.search(clause))
 
 
+def forget_requests(text: str) -> list[Candidate]:
+    """The forget requests of a message's clauses, each read alone (no rules, no pieces).
+
+    What the offline demo model answers to, without reading the whole message as `read_message`
+    does for the write path.
+    """
+    parts = [c for c in clauses(text) if len(c) <= MAX_CLAUSE_CHARS]
+    asked = (asks_to_forget(p, r) for p, r in zip(parts, read_statements(parts), strict=True))
+    return [c for c in asked if c is not None]
+
+
 def asks_to_forget(clause: str, reading: Reading) -> Candidate | None:
     """The forget request a clause makes (`FORGET`, `FORGET_WORDED`), if it makes one."""
     if reminds(clause):
