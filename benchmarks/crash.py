@@ -116,27 +116,6 @@ def _open(spec: dict[str, Any]) -> Any:
     return Memory.open(spec.get("home"), postgres=spec.get("postgres"))
 
 
-def _latest(graph: Any, config: Any) -> Any:
-    """The config of a thread's latest checkpoint, by its id.
-
-    LangGraph 1.2's `get_state` on a thread without a checkpoint id reads a run killed right
-    after its input checkpoint as finished: no next step, and the pending input among the
-    messages (a delta channel read back with that checkpoint's pending writes). By its id, the
-    same checkpoint shows `next == ('__start__',)` and the input not yet applied. A client that
-    trusted the first read never resumed the turn, and its next input replaced the pending one
-    (docs/benchmarks.md, "Crashes").
-    """
-    found = graph.checkpointer.get_tuple(config)
-    if found is None:
-        return config
-    return {
-        "configurable": {
-            **config["configurable"],
-            "checkpoint_id": found.config["configurable"]["checkpoint_id"],
-        }
-    }
-
-
 def child_writes(spec: dict[str, Any], acks: Path, start: int) -> None:
     """Write verbatim messages and saved facts, acknowledging each after it returned."""
     mem = _open(spec)
@@ -152,13 +131,15 @@ def child_turns(spec: dict[str, Any], acks: Path, start: int) -> None:
     """Run graph turns on one thread (deferred extraction), acknowledging each finished run."""
     from langchain_core.messages import HumanMessage
 
-    from mneme.graph import build_graph
+    from mneme.graph import at_latest_checkpoint, build_graph
     from mneme.memory.api import Memory
 
     graph = build_graph(model="offline", home=spec.get("home"), postgres=spec.get("postgres"))
     config: Any = {"configurable": {"thread_id": "crash-thread"}}
     ctx = {"user_id": "t", "extraction": "deferred"}
-    state = graph.get_state(_latest(graph, config))
+    # read by id: without one, LangGraph 1.2 shows a run killed after its input checkpoint as
+    # finished (docs/benchmarks.md, "Crashes"); a new input would also finish it first
+    state = graph.get_state(at_latest_checkpoint(graph, config))
     if state.next:  # killed mid-run: resume from the last checkpoint
         graph.invoke(None, config, context=ctx)
     # what earlier lives queued and did not run: run it now (a crash loses no job)
@@ -196,13 +177,13 @@ def child_check(spec: dict[str, Any], out: Path) -> None:
     """Resume, drain, then report what is stored (the parent compares it with the acks)."""
     from langchain_core.messages import HumanMessage
 
-    from mneme.graph import build_graph
+    from mneme.graph import at_latest_checkpoint, build_graph
     from mneme.memory.api import Memory
 
     graph = build_graph(model="offline", home=spec.get("home"), postgres=spec.get("postgres"))
     config: Any = {"configurable": {"thread_id": "crash-thread"}}
     ctx = {"user_id": "t", "extraction": "deferred"}
-    if graph.get_state(_latest(graph, config)).next:
+    if graph.get_state(at_latest_checkpoint(graph, config)).next:
         graph.invoke(None, config, context=ctx)
     mem = Memory(graph.store)  # type: ignore[arg-type]
     mem.retry_pending(force=True)

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
+from langgraph.types import Command, StateSnapshot
 
 from mneme.context import Context, context_of
 from mneme.nodes import (
@@ -78,6 +80,91 @@ def make_builder(
     return builder
 
 
+class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
+    """The compiled mneme graph: a new input first finishes the thread's interrupted turn.
+
+    LangGraph discards a thread's unfinished run when new input arrives. A run killed (a
+    crash, kill -9, a deploy) after its input was checkpointed would lose that input: the
+    user's message, acknowledged by nothing yet, replaced by the next one. Worse, LangGraph
+    1.2's `get_state` read without a checkpoint id shows such a run as finished, so a client
+    cannot tell (docs/benchmarks.md, "Crashes"). Here new input on a thread whose latest
+    checkpoint has steps left runs those steps first, as `invoke(None, config)` would, then the
+    new input. A run that stopped on an error or an `interrupt()` is left as LangGraph leaves it:
+    it was reported to its caller, and retrying it could fail again forever.
+    """
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        """`CompiledStateGraph.stream`, after finishing the thread's interrupted turn."""
+        if self._resumable(input, config) and _unfinished(self.get_state(at_latest_checkpoint(self, config))):
+            for _ in super().stream(None, config, **_resume_kwargs(kwargs)):
+                pass
+        yield from super().stream(input, config, **kwargs)
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """`CompiledStateGraph.astream`, after finishing the thread's interrupted turn."""
+        if self._resumable(input, config) and _unfinished(
+            await self.aget_state(await _aat_latest(self, config))
+        ):
+            async for _ in super().astream(None, config, **_resume_kwargs(kwargs)):
+                pass
+        async for chunk in super().astream(input, config, **kwargs):
+            yield chunk
+
+    def _resumable(self, input: Any, config: RunnableConfig | None) -> bool:
+        """Whether this call is new input on a thread of this graph's own checkpointer."""
+        conf = (config or {}).get("configurable") or {}
+        return (
+            input is not None
+            and not isinstance(input, Command)
+            and isinstance(self.checkpointer, BaseCheckpointSaver)
+            and "thread_id" in conf
+            and not conf.get("checkpoint_id")  # a run from a chosen checkpoint forks on purpose
+        )
+
+
+def at_latest_checkpoint(
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig | None
+) -> RunnableConfig:
+    """The config of the thread's latest checkpoint, named by its id.
+
+    Read without an id, LangGraph 1.2 applies the checkpoint's pending writes and can report a
+    run killed after its input checkpoint as finished; by its id it shows the steps left.
+    """
+    conf = dict((config or {}).get("configurable") or {})
+    saver = graph.checkpointer
+    assert isinstance(saver, BaseCheckpointSaver)  # checked by `_resumable`
+    return _by_id(conf, saver.get_tuple({"configurable": conf}))
+
+
+async def _aat_latest(
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig | None
+) -> RunnableConfig:
+    """`at_latest_checkpoint` through the checkpointer's async API."""
+    conf = dict((config or {}).get("configurable") or {})
+    saver = graph.checkpointer
+    assert isinstance(saver, BaseCheckpointSaver)  # checked by `_resumable`
+    return _by_id(conf, await saver.aget_tuple({"configurable": conf}))
+
+
+def _by_id(conf: dict[str, Any], found: CheckpointTuple | None) -> RunnableConfig:
+    """A thread's config naming the checkpoint found (unchanged when it has none)."""
+    if found is not None:
+        conf["checkpoint_id"] = found.config["configurable"]["checkpoint_id"]
+    return {"configurable": conf}
+
+
+def _unfinished(snapshot: StateSnapshot) -> bool:
+    """Whether a checkpoint has steps left that no error or interrupt stopped."""
+    return bool(snapshot.next) and not any(t.error or t.interrupts for t in snapshot.tasks)
+
+
+def _resume_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What a resumed run keeps of the new call's arguments: its context and durability."""
+    return {k: v for k, v in kwargs.items() if k in ("context", "durability")}
+
+
 def build_graph(
     *,
     model: str | BaseChatModel | None = None,
@@ -87,7 +174,7 @@ def build_graph(
     home: str | Path | None = None,
     tools: Sequence[BaseTool] | None = None,
     postgres: str | None = None,
-) -> CompiledStateGraph[State, Context, InputState, State]:
+) -> MnemeGraph:
     """Compile the memory agent with persistence.
 
     Args:
@@ -113,7 +200,9 @@ def build_graph(
         opened = open_home(home, embeddings=embeddings, postgres=postgres)
         checkpointer = checkpointer or opened.checkpointer()
         store = store or opened.store
-    return make_builder(model, tools).compile(checkpointer=checkpointer, store=store, name="mneme")
+    compiled = make_builder(model, tools).compile(checkpointer=checkpointer, store=store, name="mneme")
+    compiled.__class__ = MnemeGraph  # LangGraph's compile builds the base class; copies keep this one
+    return compiled  # type: ignore[return-value]
 
 
 graph = make_builder().compile(name="mneme")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
@@ -58,3 +62,73 @@ def test_long_threads_are_summarized_not_dropped(mem_store: InMemoryStore) -> No
     assert "20240508001" in state["summary"]
     assert len(state["messages"]) < 52
     assert state["messages"][0].type == "human"
+
+
+def _said(messages: list[Any]) -> list[tuple[str, Any]]:
+    return [(m.type, m.content) for m in messages]
+
+
+def test_new_input_first_finishes_a_turn_left_unfinished(mem_store: InMemoryStore) -> None:
+    g = build_graph(
+        model=ScriptedChatModel.script("one", "two"), checkpointer=InMemorySaver(), store=mem_store
+    )
+    cfg, ctx = {"configurable": {"thread_id": "t"}}, {"user_id": "ann"}
+    # A run stopped between nodes (as a killed process leaves it): its input is checkpointed.
+    g.invoke(
+        {"messages": [{"role": "user", "content": "first"}]}, cfg, context=ctx, interrupt_before=["agent"]
+    )
+    assert g.get_state(cfg).next == ("agent",)
+    out = g.invoke({"messages": [{"role": "user", "content": "second"}]}, cfg, context=ctx)
+    # LangGraph alone would discard the stopped run; the first message keeps its reply.
+    assert _said(out["messages"]) == [("human", "first"), ("ai", "one"), ("human", "second"), ("ai", "two")]
+    assert g.get_state(cfg).next == ()
+
+
+def test_async_new_input_first_finishes_a_turn_left_unfinished(mem_store: InMemoryStore) -> None:
+    g = build_graph(
+        model=ScriptedChatModel.script("one", "two"), checkpointer=InMemorySaver(), store=mem_store
+    )
+    cfg, ctx = {"configurable": {"thread_id": "t"}}, {"user_id": "ann"}
+
+    async def run() -> dict[str, Any]:
+        first = {"messages": [{"role": "user", "content": "first"}]}
+        await g.ainvoke(first, cfg, context=ctx, interrupt_before=["agent"])
+        return await g.ainvoke({"messages": [{"role": "user", "content": "second"}]}, cfg, context=ctx)
+
+    out = asyncio.run(run())
+    assert _said(out["messages"]) == [("human", "first"), ("ai", "one"), ("human", "second"), ("ai", "two")]
+
+
+class _FailsOnce(ScriptedChatModel):
+    """A model whose first call fails, as an unreachable API does."""
+
+    def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        if not self.seen:
+            self.seen.append(list(messages))
+            raise RuntimeError("the model API is down")
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def test_a_turn_that_failed_is_not_retried_by_the_next_input(mem_store: InMemoryStore) -> None:
+    model = _FailsOnce.script("answer")
+    g = build_graph(model=model, checkpointer=InMemorySaver(), store=mem_store)
+    cfg, ctx = {"configurable": {"thread_id": "t"}}, {"user_id": "ann"}
+    with pytest.raises(RuntimeError, match="API is down"):
+        g.invoke({"messages": [{"role": "user", "content": "first"}]}, cfg, context=ctx)
+    out = g.invoke({"messages": [{"role": "user", "content": "second"}]}, cfg, context=ctx)
+    # Its caller saw the error; retrying it could fail again forever. The new input runs alone.
+    assert len(model.seen) == 2
+    assert _said(out["messages"]) == [("human", "first"), ("human", "second"), ("ai", "answer")]
+
+
+def test_a_run_from_a_chosen_checkpoint_is_not_redirected(mem_store: InMemoryStore) -> None:
+    g = build_graph(
+        model=ScriptedChatModel.script("one", "two"), checkpointer=InMemorySaver(), store=mem_store
+    )
+    cfg, ctx = {"configurable": {"thread_id": "t"}}, {"user_id": "ann"}
+    g.invoke(
+        {"messages": [{"role": "user", "content": "first"}]}, cfg, context=ctx, interrupt_before=["agent"]
+    )
+    start = next(s for s in g.get_state_history(cfg) if s.next == ("__start__",))
+    out = g.invoke({"messages": [{"role": "user", "content": "instead"}]}, start.config, context=ctx)
+    assert _said(out["messages"]) == [("human", "instead"), ("ai", "one")]  # a fork, as LangGraph makes it
