@@ -56,6 +56,9 @@ def run(split: str, verbose: bool = False, only: str = "") -> dict[str, Any]:
                     [{"role": "user", "content": fact, "id": f"f{i}"}], user_id=user, session_id="s1"
                 )
                 ids.append({c.id for c in changes if c.id and c.operation in ("ADD", "SUPERSEDE")})
+            # a keyed field told again (a second employer) is superseded in place: its id is the
+            # scenario's fact now, not a distractor
+            distractors -= set().union(*ids)
             kind = "request" if sc["forget"] else "near_miss"
             key = f"{kind}_{sc['lang']}"
             if any(not ids[i] for i in sc["forget"]):

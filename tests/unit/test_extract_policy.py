@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mneme.memory.extract import extract
+from mneme.memory.extract import extract, subject_of_topic
 from mneme.memory.guard import poisoning_reason
 from mneme.memory.redact import RedactionPolicy, luhn_ok, redact, valid_cn_id
 
@@ -133,3 +133,19 @@ def test_an_id_a_card_or_an_order_number_is_never_kept_as_a_phone(text: str) -> 
 def test_a_phone_is_kept_as_written_with_the_redactor_reading_it() -> None:
     [phone] = [c for c in extract("You can reach me at +1 415 555 0199", now=NOW) if c.subject == "phone"]
     assert phone.value == "+1 415 555 0199"
+
+
+@pytest.mark.parametrize(
+    ("topic", "subject"),
+    [
+        ("把我的邮箱删了", "email"),
+        ("我家的地址删了", "location"),
+        ("forget my phone number", "phone"),
+        ("you can let go of the language info", None),  # "language" holds no "age"
+        ("我妈的工作你不用知道", None),  # someone else's field
+        ("Please stop storing my husband's name.", None),
+        ("I can't remember her name", None),
+    ],
+)
+def test_a_forget_topic_names_a_field_of_the_speakers_own(topic: str, subject: str | None) -> None:
+    assert subject_of_topic(topic) == subject

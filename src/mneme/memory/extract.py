@@ -1031,13 +1031,15 @@ def _statements(clause: str, now: datetime, covered: list[str]) -> list[Candidat
 
 _REMINDS = re.compile(
     r"别忘|不要忘|趁.{0,4}没忘|免得.{0,3}忘|\b(?:don't|do not|never|won't|can't|not) forget\b|\bforget to\b"
-    r"|\b(?:before|in case|lest|so) (?:I|we) forget\b",
+    r"|\b(?:before|in case|lest|so) (?:I|we) forget\b"
+    r"|我(?:老是|总是|经常|常常|又|总|老|还是)?(?:忘记|忘了)|想不起来?|记不起来?|记不清"
+    r"|\bI (?:keep |always |often )?(?:forget|forgot)\b|\bI (?:can't|cannot|couldn't|don't) (?:remember|recall)\b",
     re.I,
 )
 
 
 def reminds(clause: str) -> bool:
-    """Whether a clause says "don't forget" or "before I forget": a reminder, never a request to forget."""
+    """Whether a clause says "don't forget", "before I forget" or "我又忘了…": a reminder or a lapse, never a request to forget."""
     return bool(_REMINDS.search(clause))
 
 
@@ -1120,12 +1122,28 @@ TOPIC_SUBJECTS: dict[str, str] = {
 """Words in a forget request that point at a profile field."""
 
 
+_OWN = ("我", "我们", "我家", "俺", "本人", "自己")
+"""How a Chinese possessor before 的 ends when it is the speaker ("把我的邮箱", "我家的地址")."""
+
+
 def subject_of_topic(topic: str) -> str | None:
-    """The profile field a forget request names, if any."""
+    """The profile field a forget request names, if any.
+
+    An English word counts whole ("language" names no age). A field of someone else's ("我妈的
+    工作", "my husband's name", "her name") is no field of the speaker's profile: None.
+    """
     low = topic.lower()
     for word, subject in TOPIC_SUBJECTS.items():
-        if word in low:
-            return subject
+        if word.isascii():
+            m = re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", low)
+            if m and not re.search(
+                r"(?:[a-z]'s|\b(?:his|her|their|your|its))\s+(?:[a-z]+\s+)?$", low[: m.start()]
+            ):
+                return subject
+        elif (at := low.find(word)) >= 0:
+            owner = re.search(r"(\S{1,4})的$", low[:at])
+            if owner is None or owner.group(1).endswith(_OWN):
+                return subject
     return None
 
 
