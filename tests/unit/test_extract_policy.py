@@ -149,3 +149,8 @@ def test_a_phone_is_kept_as_written_with_the_redactor_reading_it() -> None:
 )
 def test_a_forget_topic_names_a_field_of_the_speakers_own(topic: str, subject: str | None) -> None:
     assert subject_of_topic(topic) == subject
+
+
+def test_a_street_address_is_where_one_lives_not_a_time() -> None:
+    found = extract("I live at 14 Elm Road in Bristol")
+    assert [(c.kind, c.subject, c.value) for c in found] == [("profile", "location", "14 Elm Road in Bristol")]

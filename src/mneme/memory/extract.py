@@ -808,6 +808,23 @@ def _location(clause: str, now: datetime) -> list[Candidate]:
                 tags=["location"],
             )
         )
+    elif m := re.search(  # a street address: "I live at 14 Elm Road in Bristol" (not a time "at 14")
+        rf"\bI(?:\s+(?:now|currently|still|also))?\s*(?:live|reside|am living|'m living) (?:at|on)\s+"
+        rf"(\d+[A-Za-z]?\s+{_PLACE_EN}(?:,?\s+in\s+{_PLACE_EN}|,\s*{_PLACE_EN})?){_EN_TIME_TAIL}",
+        clause,
+    ):
+        place = _clean(m.group(1))
+        out.append(
+            Candidate(
+                "profile",
+                f"Lives at {place}",
+                subject="location",
+                value=place,
+                importance=0.6,
+                evidence=m.group(0),
+                tags=["location"],
+            )
+        )
     if m := re.search(
         rf"\bI(?:'m| am)(?: originally)? from\s+({_PLACE_EN}){_EN_TIME_TAIL}|\bI (?:grew up|was born) in\s+({_PLACE_EN}){_EN_TIME_TAIL}",
         clause,
