@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -80,6 +83,68 @@ def make_builder(
     return builder
 
 
+class TurnLocks:
+    """One lock per thread in this process: the turns of one thread run one after the other.
+
+    Two calls on one thread at once (a double click on "send") would each run from the same
+    checkpoint, and the second would also run what is left of the first (`MnemeGraph`). A lock
+    lives only while a turn holds or waits for it, so a process serving many threads keeps no
+    lock per thread it ever saw. Processes sharing a checkpointer are not covered: a LangGraph
+    server queues the runs of a thread itself.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._held: dict[tuple[int, str], list[Any]] = {}  # key -> [lock, holders and waiters]
+
+    def _enter(self, key: tuple[int, str]) -> threading.Lock:
+        with self._guard:
+            entry = self._held.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+            return cast(threading.Lock, entry[0])
+
+    def _leave(self, key: tuple[int, str]) -> None:
+        with self._guard:
+            entry = self._held[key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._held[key]
+
+    @contextmanager
+    def hold(self, key: tuple[int, str] | None) -> Iterator[None]:
+        """Hold the lock of a thread (nothing when `key` is None)."""
+        if key is None:
+            yield
+            return
+        lock = self._enter(key)
+        try:
+            with lock:
+                yield
+        finally:
+            self._leave(key)
+
+    @asynccontextmanager
+    async def ahold(self, key: tuple[int, str] | None) -> AsyncIterator[None]:
+        """`hold` for a coroutine: it waits without blocking the event loop."""
+        if key is None:
+            yield
+            return
+        lock = self._enter(key)
+        try:
+            while not lock.acquire(blocking=False):  # a cancelled wait leaves no lock taken
+                await asyncio.sleep(0.01)
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            self._leave(key)
+
+
+TURNS = TurnLocks()
+"""The turn locks of this process (`MnemeGraph`)."""
+
+
 class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
     """The compiled mneme graph: a new input first finishes the thread's interrupted turn.
 
@@ -90,27 +155,39 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
     cannot tell (docs/benchmarks.md, "Crashes"). Here new input on a thread whose latest
     checkpoint has steps left runs those steps first, as `invoke(None, config)` would, then the
     new input. A run that stopped on an error or an `interrupt()` is left as LangGraph leaves it:
-    it was reported to its caller, and retrying it could fail again forever.
+    it was reported to its caller, and retrying it could fail again forever. The turns of one
+    thread run one after the other in a process (`TurnLocks`).
     """
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
         """`CompiledStateGraph.stream`, after finishing the thread's interrupted turn."""
-        if self._resumable(input, config) and _unfinished(self.get_state(at_latest_checkpoint(self, config))):
-            for _ in super().stream(None, config, **_resume_kwargs(kwargs)):
-                pass
-        yield from super().stream(input, config, **kwargs)
+        with TURNS.hold(self._thread_key(config)):
+            if self._resumable(input, config) and _unfinished(
+                self.get_state(at_latest_checkpoint(self, config))
+            ):
+                for _ in super().stream(None, config, **_resume_kwargs(kwargs)):
+                    pass
+            yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """`CompiledStateGraph.astream`, after finishing the thread's interrupted turn."""
-        if self._resumable(input, config) and _unfinished(
-            await self.aget_state(await _aat_latest(self, config))
-        ):
-            async for _ in super().astream(None, config, **_resume_kwargs(kwargs)):
-                pass
-        async for chunk in super().astream(input, config, **kwargs):
-            yield chunk
+        async with TURNS.ahold(self._thread_key(config)):
+            if self._resumable(input, config) and _unfinished(
+                await self.aget_state(await _aat_latest(self, config))
+            ):
+                async for _ in super().astream(None, config, **_resume_kwargs(kwargs)):
+                    pass
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+
+    def _thread_key(self, config: RunnableConfig | None) -> tuple[int, str] | None:
+        """Which thread of this graph's own checkpointer a call runs on (None: no such thread)."""
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        if thread is None or not isinstance(self.checkpointer, BaseCheckpointSaver):
+            return None
+        return (id(self.checkpointer), str(thread))
 
     def _resumable(self, input: Any, config: RunnableConfig | None) -> bool:
         """Whether this call is new input on a thread of this graph's own checkpointer."""

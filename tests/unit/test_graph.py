@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -132,3 +134,50 @@ def test_a_run_from_a_chosen_checkpoint_is_not_redirected(mem_store: InMemorySto
     start = next(s for s in g.get_state_history(cfg) if s.next == ("__start__",))
     out = g.invoke({"messages": [{"role": "user", "content": "instead"}]}, start.config, context=ctx)
     assert _said(out["messages"]) == [("human", "instead"), ("ai", "one")]  # a fork, as LangGraph makes it
+
+
+class _Slow(ScriptedChatModel):
+    """A model that takes a while to answer, so that two turns overlap."""
+
+    def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        time.sleep(0.3)
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def test_two_turns_sent_at_once_on_one_thread_run_one_after_the_other(mem_store: InMemoryStore) -> None:
+    model = _Slow.script("one", "two")
+    g = build_graph(model=model, checkpointer=InMemorySaver(), store=mem_store)
+    cfg, ctx = {"configurable": {"thread_id": "t"}}, {"user_id": "ann"}
+    said = ["first", "second"]
+    workers = [
+        threading.Thread(
+            target=g.invoke,
+            args=({"messages": [{"role": "user", "content": t}]}, cfg),
+            kwargs={"context": ctx},
+        )
+        for t in said
+    ]
+    for w in workers:
+        w.start()
+        time.sleep(0.05)
+    for w in workers:
+        w.join(30)
+    messages = g.get_state(cfg).values["messages"]
+    assert len(model.seen) == 2  # each input answered once
+    assert [m.type for m in messages] == ["human", "ai", "human", "ai"]
+    assert sorted(m.content for m in messages if m.type == "human") == said
+
+
+def test_two_async_turns_sent_at_once_on_one_thread_run_one_after_the_other(mem_store: InMemoryStore) -> None:
+    model = _Slow.script("one", "two")
+    g = build_graph(model=model, checkpointer=InMemorySaver(), store=mem_store)
+    cfg, ctx = {"configurable": {"thread_id": "t"}}, {"user_id": "ann"}
+
+    async def both() -> None:
+        await asyncio.gather(
+            *(g.ainvoke({"messages": [{"role": "user", "content": t}]}, cfg, context=ctx) for t in ("a", "b"))
+        )
+
+    asyncio.run(both())
+    assert len(model.seen) == 2
+    assert [m.type for m in g.get_state(cfg).values["messages"]] == ["human", "ai", "human", "ai"]
