@@ -1049,7 +1049,7 @@ def _statements(clause: str, now: datetime, covered: list[str]) -> list[Candidat
 _REMINDS = re.compile(
     r"别忘|不要忘|趁.{0,4}没忘|免得.{0,3}忘|\b(?:don't|do not|never|won't|can't|not) forget\b|\bforget to\b"
     r"|\b(?:before|in case|lest|so) (?:I|we) forget\b"
-    r"|我(?:老是|总是|经常|常常|又|总|老|还是)?(?:忘记|忘了)|想不起来?|记不起来?|记不清"
+    r"|我(?:老是|总是|经常|常常|又|总|老|还是)?(?:忘记|忘了)|忘(?:了|记)?[带拿]|想不起来?|记不起来?|记不清"
     r"|\bI (?:keep |always |often )?(?:forget|forgot)\b|\bI (?:can't|cannot|couldn't|don't) (?:remember|recall)\b",
     re.I,
 )

@@ -63,11 +63,12 @@ FORGET_WORDED = 0.2
 """...except that a clause worded as one ("Please forget that I like jazz", `forget_topic`) needs
 only this much (its own fact pulls the head down): such a request is tentative, it deletes only
 a memory that clearly matches. A reminder ("趁我还没忘，…", `reminds`) is never a request."""
-FORGET_STATEMENT = 0.3
+FORGET_STATEMENT = 0.4
 """A clause the `memorable` head reads this much higher than the `forget` head is a statement,
 not a request ("I'm on a low-potassium diet, so I have to limit my intake of …": 0.93 against
-0.51). Chosen on the tuning half of the forget set (its 86 requests read at 0.5 or more are at
-most 0.16 apart) and PrefEval's tuning topics."""
+0.51, with the classifier of the first batch of its round). Chosen on the tuning half of the
+forget set (its requests read at 0.5 or more are at most 0.2 apart, its near misses read so
+0.38 and more) and PrefEval's tuning topics."""
 BACK_ASPECT = 0.5
 """A short clause that points back ("这件事你就当没听过吧", "Wipe it.") and reads as no aspect of
 the person at this probability is read with the clause before it (`refers_back`)."""
