@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,19 @@ def test_an_attempt_worded_as_a_forget_request_is_refused_and_deletes_nothing(ho
             changes = memory.add(said, user_id="u")
             assert [c.operation for c in changes] == ["REFUSE"]
         assert {r.id for r in memory.get_all(user_id="u")} >= set().union(*told.values())
+
+
+def test_a_forget_request_in_a_later_session_returns_and_takes_the_data_out_of_recaps(home: Path) -> None:
+    graph = build_graph(home=home)  # the offline defaults: sessions end with a recap memory
+    say(graph, "我住在杭州市西湖区文三路20号", "a", "u")
+    say(graph, "我对花生过敏", "a2", "u")
+    done: list[dict] = []
+    worker = threading.Thread(
+        target=lambda: done.append(say(graph, "把我的地址忘掉吧", "b", "u")), daemon=True
+    )
+    worker.start()
+    worker.join(120)
+    # the recap quoting the address was deleted while the request held the user's lock: it hung
+    assert done, "the turn never returned"
+    left = [r.text for r in Memory(graph.store).get_all(user_id="u")]
+    assert left and not [t for t in left if "西湖区" in t or "address" in t], left

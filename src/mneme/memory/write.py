@@ -235,11 +235,17 @@ class Writer:
             One change per candidate (and one per memory a forget request deleted).
         """
         changes: list[MemoryChange] = []
+        forgotten: list[str] = []
         ctx = ctx.screened()
         with user_lock(self.store, ctx.user_id):
             self._maybe_sweep(ctx.user_id)
             for cand in candidates:
-                changes.extend(self._one(cand, ctx))
+                done = self._one(cand, ctx)
+                changes.extend(done)
+                if cand.action == "forget":
+                    forgotten += [c.text for c in done if c.operation == "DELETE"]
+        if forgotten:  # after the lock: a recap quoting them is deleted through `delete`, which takes it
+            self._forget_in_sessions(ctx.user_id, forgotten)
         return changes
 
     def add_verbatim(self, texts: list[tuple[str, dict[str, Any]]], ctx: WriteContext) -> list[MemoryChange]:
@@ -575,8 +581,7 @@ class Writer:
             changes = self._forget(cand, ctx, ops)
             self.repo.apply(ops)
             if any(c.operation == "DELETE" for c in changes):
-                scrub_store(self.store, ctx.user_id, {op.key for op in ops})
-                self._forget_in_sessions(ctx.user_id, [c.text for c in changes if c.operation == "DELETE"])
+                scrub_store(self.store, ctx.user_id, {op.key for op in ops})  # sessions: in `write`
             return changes
         red = redact(cand.text, ctx.policy)
         evidence = redact_text(cand.evidence, ctx.policy) if cand.evidence else None
