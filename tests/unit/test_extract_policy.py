@@ -153,4 +153,6 @@ def test_a_forget_topic_names_a_field_of_the_speakers_own(topic: str, subject: s
 
 def test_a_street_address_is_where_one_lives_not_a_time() -> None:
     found = extract("I live at 14 Elm Road in Bristol")
-    assert [(c.kind, c.subject, c.value) for c in found] == [("profile", "location", "14 Elm Road in Bristol")]
+    assert [(c.kind, c.subject, c.value) for c in found] == [
+        ("profile", "location", "14 Elm Road in Bristol")
+    ]
