@@ -1164,6 +1164,19 @@ def subject_of_topic(topic: str) -> str | None:
     return None
 
 
+def names_only_a_field(topic: str) -> bool:
+    """Whether most of a topic's words name a kind of data ("电话号码", "my phone number").
+
+    What a request only worded as one may look up as a profile field: "我女儿把我手机里的游戏全删了"
+    names a phone among other things, and is about the games.
+    """
+    from mneme.memory.terms import terms
+
+    own = terms(topic)
+    fields = [t for t in own if any(t.startswith(w) if w.isascii() else w in t for w in TOPIC_SUBJECTS)]
+    return bool(own) and 2 * len(fields) > len(own)
+
+
 RULES: list[Rule] = [_shipping, _order, _identity, _family, _location, _contact, _preferences]
 """Rules applied to every clause, in order; events and schedules are read from what is left."""
 

@@ -26,7 +26,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from mneme.errors import InputError, NotFoundError
 from mneme.memory import expiry
-from mneme.memory.extract import Candidate, forget_parts, subject_of_topic
+from mneme.memory.extract import Candidate, forget_parts, names_only_a_field, subject_of_topic
 from mneme.memory.forget import scrub_store
 from mneme.memory.gist import filler_only_difference, polarity, same_object
 from mneme.memory.guard import field_texts, keep_lines, poisoning_reason
@@ -892,9 +892,9 @@ class Writer:
         "the dog stuff" finds "我家狗狗叫旺财" among the user's other memories), or that a
         tentative request clearly names (`FORGET_TENTATIVE`); never masked personal data.
         """
-        subject = (
-            None if tentative else subject_of_topic(topic)
-        )  # "我女儿把我手机里的游戏全删了" names no phone
+        subject = subject_of_topic(topic)
+        if tentative and not names_only_a_field(topic):  # "我女儿把我手机里的游戏全删了" names no phone
+            subject = None
         floor = FORGET_TENTATIVE if tentative else FORGET_RELEVANCE
         if subject is not None:
             found = []
