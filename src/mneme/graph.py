@@ -191,13 +191,12 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
 
     def _resumable(self, input: Any, config: RunnableConfig | None) -> bool:
         """Whether this call is new input on a thread of this graph's own checkpointer."""
-        conf = (config or {}).get("configurable") or {}
         return (
             input is not None
             and not isinstance(input, Command)
-            and isinstance(self.checkpointer, BaseCheckpointSaver)
-            and "thread_id" in conf
-            and not conf.get("checkpoint_id")  # a run from a chosen checkpoint forks on purpose
+            and self._thread_key(config) is not None
+            # a run from a chosen checkpoint forks on purpose
+            and not ((config or {}).get("configurable") or {}).get("checkpoint_id")
         )
 
 

@@ -10,6 +10,7 @@ from typing import Literal
 
 from mneme.memory.record import Kind
 from mneme.memory.redact import values_in
+from mneme.memory.terms import terms
 from mneme.memory.when import EN_TIME, ZH_TIME, resolve
 
 Action = Literal["add", "correct", "forget"]
@@ -792,36 +793,22 @@ def _location(clause: str, now: datetime) -> list[Candidate]:
         )
     if m := re.search(
         rf"\bI(?:\s+(?:now|currently|still|also))?\s*(?:live|reside|am living|'m living|am based|'m based) in\s+({_PLACE_EN}){_EN_TIME_TAIL}"
-        rf"|\bI(?:'ve| have)?\s*(?:just |recently |finally )?(moved|relocated) to\s+({_PLACE_EN}){_EN_TIME_TAIL}",
+        rf"|\bI(?:'ve| have)?\s*(?:just |recently |finally )?(moved|relocated) to\s+({_PLACE_EN}){_EN_TIME_TAIL}"
+        # a street address: "I live at 14 Elm Road in Bristol" (not a time "at 14")
+        rf"|\bI(?:\s+(?:now|currently|still|also))?\s*(?:live|reside|am living|'m living) (?:at|on)\s+"
+        rf"(\d+[A-Za-z]?\s+{_PLACE_EN}(?:,?\s+in\s+{_PLACE_EN}|,\s*{_PLACE_EN})?){_EN_TIME_TAIL}",
         clause,
     ):
-        place = _clean(m.group(1) or m.group(3))
+        place = _clean(m.group(1) or m.group(3) or m.group(4))
         out.append(
             Candidate(
                 "profile",
-                f"Lives in {place}",
+                f"Lives at {place}" if m.group(4) else f"Lives in {place}",
                 subject="location",
                 value=place,
                 importance=0.6,
                 evidence=m.group(0),
                 action="correct" if m.group(2) else "add",
-                tags=["location"],
-            )
-        )
-    elif m := re.search(  # a street address: "I live at 14 Elm Road in Bristol" (not a time "at 14")
-        rf"\bI(?:\s+(?:now|currently|still|also))?\s*(?:live|reside|am living|'m living) (?:at|on)\s+"
-        rf"(\d+[A-Za-z]?\s+{_PLACE_EN}(?:,?\s+in\s+{_PLACE_EN}|,\s*{_PLACE_EN})?){_EN_TIME_TAIL}",
-        clause,
-    ):
-        place = _clean(m.group(1))
-        out.append(
-            Candidate(
-                "profile",
-                f"Lives at {place}",
-                subject="location",
-                value=place,
-                importance=0.6,
-                evidence=m.group(0),
                 tags=["location"],
             )
         )
@@ -1170,8 +1157,6 @@ def names_only_a_field(topic: str) -> bool:
     What a request only worded as one may look up as a profile field: "我女儿把我手机里的游戏全删了"
     names a phone among other things, and is about the games.
     """
-    from mneme.memory.terms import terms
-
     own = terms(topic)
     fields = [t for t in own if any(t.startswith(w) if w.isascii() else w in t for w in TOPIC_SUBJECTS)]
     return bool(own) and 2 * len(fields) > len(own)

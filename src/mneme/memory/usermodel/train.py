@@ -79,6 +79,7 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     none += [r["text"] for r in data["requests"]]  # a request says nothing lasting about its asker
     short = [s["text"] for s in data.get("short_statements", [])]  # memorable, with no aspect label
     pairs = data.get("pairs", [])
+    refused = attempts()
     return {
         "memorable": (
             [s["text"] for s in statements] + short + none,
@@ -103,9 +104,9 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             "query",
         ),
         "forget": (  # does a message ask to forget something about the speaker
-            [f["text"] for f in data.get("forget", [])] + [s["text"] for s in statements] + none + attempts(),
+            [f["text"] for f in data.get("forget", [])] + [s["text"] for s in statements] + none + refused,
             ["yes" if f["label"] == "yes" else "no" for f in data.get("forget", [])]
-            + ["no"] * (len(statements) + len(none) + len(attempts())),
+            + ["no"] * (len(statements) + len(none) + len(refused)),
             "passage",
         ),
         "local": (  # does the answer depend on where the person is (weather, nearby, commute)
