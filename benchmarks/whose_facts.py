@@ -60,7 +60,9 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
             for i, msg in enumerate(sc["messages"]):
                 before = {r.id: r.text for r in memory.get_all(user_id=user)}
                 changes = memory.add(
-                    [{"role": "user", "content": msg["text"], "id": f"m{i}"}], user_id=user, session_id=f"s{i}"
+                    [{"role": "user", "content": msg["text"], "id": f"m{i}"}],
+                    user_id=user,
+                    session_id=f"s{i}",
                 )
                 after = {r.id: r.text for r in memory.get_all(user_id=user)}
                 for rid, text in before.items():
@@ -74,7 +76,12 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
             for r in records:  # someone else's fact kept as one of the user's own single values
                 source = made[r.id][0] if r.id in made else None
                 aspect = taxonomy().aspects.get(r.aspect or "")
-                if source is not None and sc["messages"][source]["whose"] != "self" and aspect and aspect.single:
+                if (
+                    source is not None
+                    and sc["messages"][source]["whose"] != "self"
+                    and aspect
+                    and aspect.single
+                ):
                     counts["single_from_others"] += 1
                     if verbose:
                         print(f"as own {sc['id']} {r.aspect} {r.text!r}")
