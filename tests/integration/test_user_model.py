@@ -285,3 +285,20 @@ def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) ->
     with Memory.open(home) as mem:
         facts = [r.text for r in mem.get_all(user_id="sam") if r.kind != "episodic"]
     assert any("Toronto" in t for t in facts) and not any("Austin" in t for t in facts)
+
+
+def test_a_family_members_home_or_job_is_never_taken_as_the_users(home: Path) -> None:
+    with Memory.open(home) as memory:
+        for user, own, theirs, value in [
+            ("zh", "我住在杭州", "我哥住在成都", "杭州"),
+            ("en", "I work at Google.", "My wife just started at Microsoft.", "Google"),
+        ]:
+            memory.add(own, user_id=user)
+            memory.add(theirs, user_id=user)
+            current = [r.text for r in memory.get_all(user_id=user)]
+            assert [f.value for f in memory.profile(user_id=user).values()] == [value], current
+            assert len(current) == 2, current  # what was said of the brother, the wife, is kept too
+        # two people's facts stand side by side: the wife's job replaces no brother's home
+        memory.add("My brother lives in Perth.", user_id="two")
+        memory.add("My wife works at Microsoft.", user_id="two")
+        assert len(memory.get_all(user_id="two")) == 2, [r.text for r in memory.get_all(user_id="two")]

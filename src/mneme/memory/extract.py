@@ -59,6 +59,8 @@ class Candidate:
     """How sure the reader is of `aspect` (a rule's field: 1.0; a classifier: its probability)."""
     near: tuple[str, ...] = ()
     """Other aspects the statement may be about (a revision may replace a memory under them)."""
+    others: bool = False
+    """Said of someone else than the speaker ("我哥住在成都"): it replaces none of the speaker's own."""
     tentative: bool = False
     """Kept only if it revises a memory the user already has: a short update such as "Actually,
     just Bob is fine" says little alone, but a lot after "Call me Robert". A tentative forget

@@ -19,7 +19,9 @@ HEADS = Heads(WEIGHTS, trainer="mneme.memory.usermodel.train")
 `constraint` (is it a hard limit), `change` (does it revise an earlier state), `domain` (of a
 request), `local` (does a request's answer depend on where the person is), `supersedes` (does a
 statement replace a given earlier one: read on the pair), `forget` (does a message ask the agent
-to forget something it knows about the speaker; read with the neighbour vote `forget_vote`)."""
+to forget something it knows about the speaker; read with the neighbour vote `forget_vote`),
+`whose` (is a statement about the speaker, a family member or someone else: "我哥住在成都" is
+the brother's home, not the speaker's)."""
 
 DOMAIN_FLOOR = 0.2
 """A domain less likely than this share of the most likely one touches nothing (the tail of a
@@ -73,6 +75,9 @@ class Reading:
     """The likely aspects, best first (the top one and any other above `NEAR_ASPECT`)."""
     forget: float = 0.0
     """Probability that it asks the agent to forget something about the speaker ("邮箱那个就当我没说过")."""
+    others: float = 0.0
+    """Probability that it is about someone else than the speaker: a family member ("My brother
+    lives in Perth"), a friend, a colleague ("小王在阿里上班")."""
 
 
 def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
@@ -86,6 +91,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
     constraint = HEADS["constraint"].prob(vecs, "yes")
     change = HEADS["change"].prob(vecs, "yes")
     forget = (HEADS["forget"].prob(vecs, "yes") + HEADS.vote("forget_vote").prob(vecs, "yes")) / 2
+    others = 1.0 - HEADS["whose"].prob(vecs, "self")
     out = []
     for i, text in enumerate(texts):
         best = int(np.argmax(aspects[i]))
@@ -101,6 +107,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
                 change=float(change[i]),
                 aspects=near,
                 forget=float(forget[i]),
+                others=float(others[i]),
             )
         )
     return out

@@ -72,6 +72,13 @@ forget set (its requests read at 0.5 or more are at most 0.2 apart, its near mis
 BACK_ASPECT = 0.5
 """A short clause that points back ("这件事你就当没听过吧", "Wipe it.") and reads as no aspect of
 the person at this probability is read with the clause before it (`refers_back`)."""
+SOMEONE_ELSE = 0.7
+"""A statement the `whose` head reads as about someone else than the speaker at this probability
+("我哥住在成都", "wife just got a new job at Deloitte!!") is kept as a fact about the people in
+their life (`OTHERS_ASPECT`): it never becomes the speaker's home or employer, nor replaces
+them. Chosen on the tuning half of benchmarks/data/whose_facts.json (docs/benchmarks.md)."""
+OTHERS_ASPECT = "family"
+"""The aspect of what is said about the people in someone's life."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 
@@ -148,6 +155,10 @@ def _importance(constraint: bool, single: bool) -> float:
 
 
 def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
+    sensitivity = _sensitivity(reading.aspects or (reading.aspect,))  # a mother's diabetes: health
+    others = reading.others >= SOMEONE_ELSE
+    if others:  # the brother's home is no home of the speaker's
+        reading = replace(reading, aspect=OTHERS_ASPECT, aspects=(OTHERS_ASPECT,))
     aspect = taxonomy().aspects[reading.aspect]
     constraint = aspect.constraint or reading.constraint >= CONSTRAINT
     return Candidate(
@@ -155,7 +166,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         kind=aspect.kind,
         text=reading.text.strip(),
         importance=_importance(constraint, aspect.single),
-        sensitivity=_sensitivity(reading.aspects or (reading.aspect,)),
+        sensitivity=max(sensitivity, aspect.sensitivity),
         evidence=reading.text,
         tags=["user_model"],
         aspect=aspect.key,
@@ -164,6 +175,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         change=_change(reading),
         near=reading.aspects,
         certainty=reading.aspect_p,
+        others=others,
     )
 
 
@@ -178,6 +190,7 @@ def _changes_a_field(reading: Reading, clause: str) -> bool:
         (aspect.single or reading.change >= REVISES)  # a new job; "我最近开始吃肉了" revises a diet
         and reading.aspect_p >= EVENT_ASPECT
         and reading.memorable >= MEMORABLE
+        and reading.others < SOMEONE_ELSE
         and not about_someone_else(clause)
     )
 

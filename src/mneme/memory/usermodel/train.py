@@ -31,6 +31,7 @@ L2 = {
     "domain": 1e-5,
     "local": 1e-4,
     "forget": 1e-5,
+    "whose": 1e-5,
 }
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
 L2_PAIRS = 1e-4
@@ -107,6 +108,11 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             [f["text"] for f in data.get("forget", [])] + [s["text"] for s in statements] + none + refused,
             ["yes" if f["label"] == "yes" else "no" for f in data.get("forget", [])]
             + ["no"] * (len(statements) + len(none) + len(refused)),
+            "passage",
+        ),
+        "whose": (  # whose fact a statement states: the speaker's, a family member's, someone else's
+            [w["text"] for w in data.get("whose", [])],
+            [w["whose"] for w in data.get("whose", [])],
             "passage",
         ),
         "local": (  # does the answer depend on where the person is (weather, nearby, commute)
