@@ -87,7 +87,9 @@ def test_what_a_rule_reads_keeps_the_details_the_user_gave(text: str, detail: st
 @pytest.mark.parametrize("text", ["我哥住在成都", "My wife works at Microsoft.", "老婆刚升职了"])
 def test_a_family_members_fact_is_kept_as_theirs(text: str) -> None:
     cands = [c for c in read_message(text) if "user_model" in c.tags]
-    assert cands and all(c.others and c.aspect == "family" for c in cands), [(c.text, c.aspect) for c in cands]
+    assert cands and all(c.others and c.aspect == "family" for c in cands), [
+        (c.text, c.aspect) for c in cands
+    ]
 
 
 @pytest.mark.parametrize("text", ["现在住在苏州。", "My hometown is Cork", "I live with my brother in Leeds"])
