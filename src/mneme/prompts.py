@@ -133,6 +133,8 @@ EXTRACT_SYSTEM = (
     "null for events, orders and anything else; `constraint` is true for a hard limit (an "
     "allergy, a diet, a health condition, a boundary), false for a like or preference; "
     "`domains`: up to 3 kinds of request it matters for (a peanut allergy: dining, cooking). "
+    'A fact about someone else in the user\'s life ("my brother lives in Perth", "我老婆在腾讯上班") '
+    "is kept as said with `others: true`: it is theirs, never the user's own field. "
     "Never add a value the user did not say.\n"
     "Reply with one JSON object and nothing else, matching this JSON schema:\n{schema}"
 )

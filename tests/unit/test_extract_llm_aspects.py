@@ -93,6 +93,33 @@ def test_a_new_employer_from_the_model_supersedes_the_old_one(chroma_store: Chro
     assert any(h.text == "在字节跳动工作" and not h.current for h in old)
 
 
+def test_a_family_members_job_from_the_model_is_theirs_not_the_users(chroma_store: ChromaStore) -> None:
+    memory, _ = llm_memory(
+        chroma_store,
+        reply({"op": "add", "text": "在字节跳动工作", "aspect": "employer"}),
+        # the model marks whose it is, but still names the employer field and points at the user's
+        reply(
+            {
+                "op": "update",
+                "id": 1,
+                "kind": "profile",
+                "subject": "employer",
+                "value": "腾讯",
+                "text": "老婆在腾讯上班",
+                "aspect": "employer",
+                "others": True,
+            }
+        ),
+    )
+    memory.add("我在字节跳动上班", user_id="u", session_id="s1")
+    changes = memory.add("我老婆在腾讯上班", user_id="u", session_id="s2")
+    assert [c.operation for c in changes] == ["ADD"]
+    by_text = {r.text: r for r in memory.get_all(user_id="u")}
+    assert set(by_text) == {"在字节跳动工作", "老婆在腾讯上班"}
+    assert by_text["老婆在腾讯上班"].aspect == "family" and by_text["老婆在腾讯上班"].subject is None
+    assert [f.text for f in memory.profile(user_id="u").values()] == ["在字节跳动工作"]
+
+
 def test_a_constraint_from_the_model_is_what_the_read_path_sees(chroma_store: ChromaStore) -> None:
     # `food` is a like/dislike aspect: only the model's flag makes this one a hard limit
     memory, _ = llm_memory(

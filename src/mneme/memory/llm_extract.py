@@ -32,6 +32,7 @@ from mneme import prompts
 from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate
 from mneme.memory.gate import STATS
 from mneme.memory.record import Kind, MemoryRecord, lang_of
+from mneme.memory.usermodel.statements import OTHERS_ASPECT
 from mneme.memory.usermodel.taxonomy import taxonomy
 
 log = logging.getLogger("mneme.extract")
@@ -116,6 +117,8 @@ class MemoryOp(BaseModel):
     """What the memory says about the user (a taxonomy aspect); null for events, orders, others."""
     constraint: Flag = False
     """A hard limit (allergy, diet, health, boundary) rather than a like."""
+    others: Flag = False
+    """It states a fact about someone else in the user's life ("my brother lives in Perth")."""
     domains: DomainNames = Field(default_factory=list)
     """The kinds of request it matters for."""
 
@@ -248,12 +251,18 @@ def parse(reply: str | ExtractionResult, refs: RefMap, lang: str) -> list[Candid
         if subject and not _SUBJECT.match(subject):
             raise ValueError(f"{where}: subject {subject!r} must be snake_case, like shipping_preference")
         tax = taxonomy()
-        aspect = tax.by_subject(subject) or tax.aspect(op.aspect)  # a known field names its aspect
+        if op.others:  # the brother's home: theirs, never one of the user's fields, nor replacing one
+            subject = None
+            if target is not None and refs.record(op.id or 0).aspect != OTHERS_ASPECT:
+                target = None
+        aspect = (
+            tax.aspect(OTHERS_ASPECT) if op.others else tax.by_subject(subject) or tax.aspect(op.aspect)
+        )  # a known field names its aspect
         if aspect is not None and aspect.single and tax.by_subject(subject) is None:
             subject = None  # keyed as the aspect's own field by the writer, whatever the model named it
         out.append(
             Candidate(
-                kind=op.kind,
+                kind="semantic" if op.others and op.kind == "profile" else op.kind,
                 text=text,
                 subject=subject,
                 value=op.value,
@@ -265,6 +274,7 @@ def parse(reply: str | ExtractionResult, refs: RefMap, lang: str) -> list[Candid
                 constraint=op.constraint or (aspect is not None and aspect.constraint),
                 sensitivity=aspect.sensitivity if aspect else 0,
                 domains=tuple(op.domains),
+                others=op.others,
             )
         )
     return out
