@@ -174,7 +174,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         revises=reading.change >= REVISES and not adds_to(reading.text),
         change=_change(reading),
         near=reading.aspects,
-        certainty=reading.aspect_p,
+        certainty=reading.aspect_p * (1.0 - reading.others),  # an aspect of the speaker's, if theirs
         others=others,
     )
 
