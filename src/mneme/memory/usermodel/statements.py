@@ -185,8 +185,11 @@ def _change(reading: Reading) -> float:
 
 
 def _changes_a_field(reading: Reading, clause: str) -> bool:
-    """Whether a dated event also changes what is kept about someone: the speaker's home or
-    employer ("我上个月搬到上海了"), or a family member's ("my brother moved to Sydney last month")."""
+    """Whether a dated event also changes what is kept about someone.
+
+    The speaker's home or employer ("我上个月搬到上海了"), or a family member's ("my brother
+    moved to Sydney last month").
+    """
     aspect = taxonomy().aspects[reading.aspect]
     if reading.others >= SOMEONE_ELSE:  # replaces only what is kept about them (`OTHERS_RELEVANCE`)
         return reading.change >= REVISES and reading.memorable >= MEMORABLE and not about_someone_else(clause)
