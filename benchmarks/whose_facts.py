@@ -111,7 +111,7 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
                     if verbose and held:
                         print(f"stale {sc['id']} {whose} {msg['text']!r}")
             for field in fields.values():
-                source = next((made[f.id][0] for f in [field] if f.id in made), None)
+                source = made[field.id][0] if field.id in made else None
                 if source is not None and sc["messages"][source]["whose"] != "self":
                     counts["fields_from_others"] += 1
                     if verbose:

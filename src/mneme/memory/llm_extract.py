@@ -32,8 +32,7 @@ from mneme import prompts
 from mneme.memory.extract import MAX_EXTRACT_CHARS, Candidate
 from mneme.memory.gate import STATS
 from mneme.memory.record import Kind, MemoryRecord, lang_of
-from mneme.memory.usermodel.statements import OTHERS_ASPECT
-from mneme.memory.usermodel.taxonomy import taxonomy
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
 
 log = logging.getLogger("mneme.extract")
 

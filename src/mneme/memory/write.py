@@ -49,8 +49,8 @@ from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 from mneme.memory.terms import terms
 from mneme.memory.usermodel.heads import item_domains, supersedes
-from mneme.memory.usermodel.statements import OTHERS_ASPECT, tag_aspect
-from mneme.memory.usermodel.taxonomy import taxonomy
+from mneme.memory.usermodel.statements import tag_aspect
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
 from mneme.store.locks import exclusive
 
 OUTDATED = "outdated"

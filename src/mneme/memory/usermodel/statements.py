@@ -19,7 +19,7 @@ from mneme.memory.extract import (
 )
 from mneme.memory.gist import filler_only_difference
 from mneme.memory.usermodel.heads import Reading, read_statements
-from mneme.memory.usermodel.taxonomy import taxonomy
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
 
 MEMORABLE = 0.45
 """A clause no rule read is kept when the `memorable` head gives it at least this probability
@@ -77,8 +77,6 @@ SOMEONE_ELSE = 0.7
 ("我哥住在成都", "wife just got a new job at Deloitte!!") is kept as a fact about the people in
 their life (`OTHERS_ASPECT`): it never becomes the speaker's home or employer, nor replaces
 them. Chosen on the tuning half of benchmarks/data/whose_facts.json (docs/benchmarks.md)."""
-OTHERS_ASPECT = "family"
-"""The aspect of what is said about the people in someone's life."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 

@@ -74,6 +74,9 @@ class Taxonomy:
         return next((a for a in self.aspects.values() if a.subject == subject), None)
 
 
+OTHERS_ASPECT = "family"
+"""The aspect of what is said about the people in someone's life ("我哥住在成都"): a fact of
+theirs, never one of the person's own fields (`Candidate.others`)."""
 LEGACY_SUBJECTS = {"residence": "location"}
 """Profile field names the write path used before the user model, kept so old fields stay current."""
 
