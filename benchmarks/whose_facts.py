@@ -91,6 +91,8 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
                 whose = msg["whose"]
                 if not mine:
                     counts[f"{whose}_unstored"] += 1
+                    if verbose:
+                        print(f"unstored {sc['id']} {whose} {msg['text']!r}")
                     continue
                 held = any(current.get(rid) == made[rid][1] for rid in mine)
                 if msg["current_at_end"]:

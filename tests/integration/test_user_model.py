@@ -304,6 +304,27 @@ def test_a_family_members_home_or_job_is_never_taken_as_the_users(home: Path) ->
         assert len(memory.get_all(user_id="two")) == 2, [r.text for r in memory.get_all(user_id="two")]
 
 
+def test_a_family_members_allergy_reaches_a_meal_for_them_and_stays_theirs(home: Path) -> None:
+    graph = build_graph(home=home)
+    for user, own, theirs, request, word in [
+        ("zh", "我对芒果过敏", "我老公对海鲜过敏", "周末在家请朋友吃饭，做什么菜好？", "海鲜"),
+        (
+            "en",
+            "I'm allergic to shellfish",
+            "My son is allergic to peanuts",
+            "What snacks should I pack for the kids' school trip?",
+            "peanut",
+        ),
+    ]:
+        say(graph, own, user)
+        say(graph, theirs, user)
+        assert any(word in t for t in injected(say(graph, request, user)))
+        with Memory.open(home) as memory:
+            current = [r.text for r in memory.get_all(user_id=user) if r.aspect]
+        # the user's own allergy is not replaced by the family member's
+        assert len(current) == 2 and any(word in t for t in current), current
+
+
 def test_a_family_members_move_replaces_their_old_home_not_the_users(home: Path) -> None:
     with Memory.open(home) as memory:
         for user, own, before, after, old, new, value in [

@@ -92,6 +92,25 @@ def test_a_family_members_fact_is_kept_as_theirs(text: str) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ("My wife is vegetarian", "vegetarian"),
+        ("婆婆腿脚不好，爬不了楼梯", "楼梯"),
+        ("My mom lives with us now, she's 82.", "82"),  # one thought, not "she's 82" dropped
+    ],
+)
+def test_a_lasting_fact_about_a_family_member_is_kept_whole(text: str, detail: str) -> None:
+    # "My wife is vegetarian" read 0.33 memorable: family facts were no examples of memorable text
+    cands = [c for c in read_message(text) if "user_model" in c.tags]
+    assert any(c.others and detail in c.text for c in cands), [(c.text, c.aspect) for c in cands]
+
+
+@pytest.mark.parametrize("text", ["我妈今天做了红烧肉", "My brother called me yesterday"])
+def test_a_passing_remark_about_a_family_member_is_not_kept(text: str) -> None:
+    assert not [c for c in read_message(text) if "user_model" in c.tags]
+
+
 @pytest.mark.parametrize("text", ["现在住在苏州。", "My hometown is Cork", "I live with my brother in Leeds"])
 def test_the_speakers_own_fact_is_theirs_with_or_without_a_subject(text: str) -> None:
     cands = [c for c in read_message(text) if c.aspect]

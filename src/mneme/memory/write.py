@@ -709,7 +709,8 @@ class Writer:
         user's words assert (a rule's correction, "现在更喜欢靠过道") or an LLM's `revises` falls
         back to the closest memory of the area (`closest_of_area`).
         """
-        aspects = (cand.aspect or "", *cand.near)
+        # what a statement about a family member is about (a son's allergy) is no aspect of the user's
+        aspects = (cand.aspect or "", *([] if cand.others else cand.near))
         # a rule's correction ("现在更喜欢…", "actually") or an LLM's `revises`: said, not measured
         asserted = cand.action == "correct" or (cand.revises and cand.change == 0.0)
         change = 1.0 if asserted else cand.change

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mneme.classifier import Heads, unit
-from mneme.memory.usermodel.taxonomy import taxonomy
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
 
 WEIGHTS = "user_model"
 """`mneme/data/user_model.npz`: the heads, trained by `python -m mneme.memory.usermodel.train`."""
@@ -78,6 +78,9 @@ class Reading:
     others: float = 0.0
     """Probability that it is about someone else than the speaker: a family member ("My brother
     lives in Perth"), a friend, a colleague ("小王在阿里上班")."""
+    about: str = ""
+    """The most likely aspect other than the people in the speaker's life: what a statement about
+    a family member is about ("我老公对海鲜过敏": allergy, "my wife works at Amazon": employer)."""
 
 
 def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
@@ -97,6 +100,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
         best = int(np.argmax(aspects[i]))
         order = np.argsort(-aspects[i])
         near = tuple(aspect_head.labels[j] for j in order[:3] if j == best or aspects[i, j] >= NEAR_ASPECT)
+        about = next((aspect_head.labels[j] for j in order if aspect_head.labels[j] != OTHERS_ASPECT), "")
         out.append(
             Reading(
                 text=text,
@@ -108,6 +112,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
                 aspects=near,
                 forget=float(forget[i]),
                 others=float(others[i]),
+                about=about,
             )
         )
     return out

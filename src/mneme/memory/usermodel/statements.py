@@ -155,8 +155,9 @@ def _importance(constraint: bool, single: bool) -> float:
 def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
     sensitivity = _sensitivity(reading.aspects or (reading.aspect,))  # a mother's diabetes: health
     others = reading.others >= SOMEONE_ELSE
-    if others:  # the brother's home is no home of the speaker's
-        reading = replace(reading, aspect=OTHERS_ASPECT, aspects=(OTHERS_ASPECT,))
+    if others:  # the brother's home is no home of the speaker's; the son's allergy still bears on a recipe
+        near = (OTHERS_ASPECT, reading.about) if reading.about else (OTHERS_ASPECT,)
+        reading = replace(reading, aspect=OTHERS_ASPECT, aspects=near)
     aspect = taxonomy().aspects[reading.aspect]
     constraint = aspect.constraint or reading.constraint >= CONSTRAINT
     return Candidate(
@@ -480,8 +481,9 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     only explains ("吃了会起疹子") stays with the clause.
     """
     kept = memorable(parts)
-    if separate(kept):
-        return [_new_candidate(p) for p in kept if not about_someone_else(p.text)]
+    if separate(kept) and not any(about_someone_else(p.text) for p in kept):
+        # "My mom lives with us now, she's 82": a piece that goes on about someone stays with the clause
+        return [_new_candidate(p) for p in kept]
     if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
         return [_new_candidate(reading)]
     if (
