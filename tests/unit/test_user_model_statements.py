@@ -106,6 +106,15 @@ def test_a_lasting_fact_about_a_family_member_is_kept_whole(text: str, detail: s
     assert any(c.others and detail in c.text for c in cands), [(c.text, c.aspect) for c in cands]
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["提醒你一下，我花生过敏，吃了会起疹子，挺严重的。", "Heads up: shellfish and I do not mix, ever."],
+)
+def test_a_hard_limit_is_kept_whatever_its_preamble(text: str) -> None:
+    cands = [c for c in read_message(text) if "user_model" in c.tags]
+    assert cands and all(c.constraint and not c.others for c in cands), [(c.text, c.aspect) for c in cands]
+
+
 @pytest.mark.parametrize("text", ["我妈今天做了红烧肉", "My brother called me yesterday"])
 def test_a_passing_remark_about_a_family_member_is_not_kept(text: str) -> None:
     assert not [c for c in read_message(text) if "user_model" in c.tags]

@@ -77,6 +77,10 @@ SOMEONE_ELSE = 0.7
 ("我哥住在成都", "wife just got a new job at Deloitte!!") is kept as a fact about the people in
 their life (`OTHERS_ASPECT`): it never becomes the speaker's home or employer, nor replaces
 them. Chosen on the tuning half of benchmarks/data/whose_facts.json (docs/benchmarks.md)."""
+LIMIT = 0.9
+"""A clause read as a hard limit at this probability of the `constraint` head..."""
+LIMIT_ASPECT = 0.5
+"""...and clearly about one aspect is kept even below `MEMORABLE` (`is_limit`)."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 
@@ -421,6 +425,15 @@ def _says_more(clause: str, events: list[Candidate], pieces: list[Reading]) -> b
     return bool(memorable(rest))
 
 
+def is_limit(reading: Reading) -> bool:
+    """Whether a clause plainly states a hard limit, however the `memorable` head reads it.
+
+    "提醒你一下，我花生过敏，吃了会起疹子" (0.37 memorable, 0.97 a limit, allergy 0.92): what is kept
+    of a person must not hang on a preamble (`LIMIT`, `LIMIT_ASPECT`, `TENTATIVE`).
+    """
+    return reading.constraint >= LIMIT and reading.aspect_p >= LIMIT_ASPECT and reading.memorable >= TENTATIVE
+
+
 def memorable(pieces: list[Reading]) -> list[Reading]:
     """The pieces of a clause worth keeping on their own terms (no questions)."""
     return [p for p in pieces if p.memorable >= MEMORABLE and not is_question(p.text)]
@@ -484,7 +497,7 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     if separate(kept) and not any(about_someone_else(p.text) for p in kept):
         # "My mom lives with us now, she's 82": a piece that goes on about someone stays with the clause
         return [_new_candidate(p) for p in kept]
-    if reading.memorable >= MEMORABLE or len(kept) >= 2:  # several memorable pieces: one thought
+    if reading.memorable >= MEMORABLE or len(kept) >= 2 or is_limit(reading):  # several pieces: one thought
         return [_new_candidate(reading)]
     if (
         (
