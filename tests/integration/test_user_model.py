@@ -325,6 +325,28 @@ def test_a_family_members_allergy_reaches_a_meal_for_them_and_stays_theirs(home:
         assert len(current) == 2 and any(word in t for t in current), current
 
 
+def test_a_request_involving_a_family_member_brings_what_is_kept_about_them(home: Path) -> None:
+    # a trip or a rental barely touches "family": the request is about the person, not the aspect
+    graph = build_graph(home=home)
+    for user, facts, request, word in [
+        (
+            "zh",
+            ["我婆婆膝盖做过手术，上不了楼梯。", "我在杭州上班，做产品经理。"],
+            "国庆想带婆婆去黄山玩三天，帮我安排行程和住宿。",
+            "楼梯",
+        ),
+        (
+            "en",
+            ["My MIL uses a walker and can't manage steps.", "I'm vegan myself."],
+            "Help me find a holiday rental in Lisbon for Christmas with my mother-in-law.",
+            "walker",
+        ),
+    ]:
+        for fact in facts:
+            say(graph, fact, user)
+        assert any(word in t for t in injected(say(graph, request, user)))
+
+
 def test_a_family_members_move_replaces_their_old_home_not_the_users(home: Path) -> None:
     with Memory.open(home) as memory:
         for user, own, before, after, old, new, value in [

@@ -9,6 +9,7 @@ from langgraph.store.base import BaseStore
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, touched
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT
 
 TOUCH_MIN = 0.25
 """An aspect a request touches less than this (0..1, see `heads.touched`) brings nothing in."""
@@ -39,6 +40,12 @@ weather, brunch nearby, a plumber) touches their home fully, whatever its domain
 is shown where the picks leave room (the head's even odds; docs/benchmarks.md)."""
 PLACE = "residence"
 """The aspect such a request needs."""
+PERSON_RELEVANCE = 0.2
+"""A fact about someone in the person's life is shown, where the picks leave room, when the request
+is at least this relevant to it (calibrated) and more relevant to it than to any of the person's
+own memories: "开车带公公回老家，帮我规划下路上怎么走" is about the father-in-law, so "公公腰椎间盘突出，
+坐久了就受不了" comes, although a car trip barely touches family. Chosen on the tuning halves of
+benchmarks/data/family_reads.json and the Chinese preference set (docs/benchmarks.md)."""
 CANDIDATES = 12
 """User-model memories considered per person and turn (the best by relevance within the
 aspects the request touches)."""
@@ -140,6 +147,10 @@ def user_model_hits(
     ]
     # where the person lives, for a request that depends on it, where there is room
     kept += [p for p in scored if placed(p[1], touch) and p not in kept][: max(0, limit - len(kept))]
+    # what is kept about the people the request involves, the most relevant first, where there is room
+    own = max((h.score for _, h in scored if h.aspect != OTHERS_ASPECT), default=0.0)
+    theirs = sorted((p for p in scored if about_them(p[1], own) and p not in kept), key=lambda p: -p[1].score)
+    kept += theirs[: max(0, limit - len(kept))]
     kept.sort(key=lambda p: (not p[1].constraint, -p[0]))  # hard constraints first
     return [hit for _, hit in kept]
 
@@ -158,6 +169,16 @@ def binding(hit: MemoryHit, score: float, touch: Touch) -> bool:
 def placed(hit: MemoryHit, touch: Touch) -> bool:
     """Where the person lives, for a request whose answer depends on it (the weather, a gym nearby)."""
     return touch.local >= LOCAL_MIN and hit.aspect == PLACE
+
+
+def about_them(hit: MemoryHit, own: float) -> bool:
+    """A fact about someone in the person's life that the request is about (`PERSON_RELEVANCE`).
+
+    Args:
+        hit: The memory.
+        own: The highest relevance among the person's own memories.
+    """
+    return hit.aspect == OTHERS_ASPECT and hit.score >= max(PERSON_RELEVANCE, own)
 
 
 def score_of(hit: MemoryHit, touch: Touch) -> float:
