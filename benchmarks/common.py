@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -84,6 +86,23 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps({"machine": machine(), **data}, indent=2, ensure_ascii=False))
     return path
+
+
+def run_half(name: str, doc: str | None, run: Callable[[str, bool], dict[str, Any]]) -> None:
+    """The command line of a benchmark with a tuning and a report half: run one, print and save it.
+
+    Args:
+        name: The result's name (`{name}_{split}.json` under benchmarks/results/).
+        doc: The benchmark's description (its module docstring).
+        run: Runs a half (`tune`, `report` or `all`), verbose or not, and returns its figures.
+    """
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--split", choices=["tune", "report", "all"], default="report")
+    parser.add_argument("--verbose", action="store_true", help="print every miss")
+    args = parser.parse_args()
+    result = run(args.split, args.verbose)
+    print(json.dumps(result, indent=1, ensure_ascii=False))
+    write_result(f"{name}_{args.split}", result)
 
 
 class NodeTimer(BaseCallbackHandler):

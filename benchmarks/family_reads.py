@@ -15,17 +15,16 @@ user's own). Counted per half (a hash of the id):
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import run_half
 from benchmarks.preference_application import _block_ids
 
 DATA = Path(__file__).parent / "data" / "family_reads.json"
-RESULTS = Path(__file__).parent / "results"
 KINDS = ("member", "household", "own")
 
 
@@ -99,14 +98,7 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
 
 def main() -> None:
     """Run the chosen half and write the result."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--split", choices=["tune", "report", "all"], default="report")
-    parser.add_argument("--verbose", action="store_true")
-    args = parser.parse_args()
-    result = run(args.split, args.verbose)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"family_reads_{args.split}.json").write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+    run_half("family_reads", __doc__, run)
 
 
 if __name__ == "__main__":

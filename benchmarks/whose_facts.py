@@ -28,14 +28,13 @@ Run: `python -m benchmarks.whose_facts [--split tune|report|all] [--verbose]`.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import tempfile
 from collections import Counter
 from typing import Any
 
-from benchmarks.common import ROOT, write_result
+from benchmarks.common import ROOT, run_half
 
 DATA = ROOT / "benchmarks" / "data" / "whose_facts.json"
 
@@ -139,13 +138,7 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
 
 def main() -> None:
     """Run the chosen half and write the result."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--split", choices=["tune", "report", "all"], default="report")
-    parser.add_argument("--verbose", action="store_true")
-    args = parser.parse_args()
-    result = run(args.split, args.verbose)
-    print(json.dumps(result, indent=1, ensure_ascii=False))
-    write_result(f"whose_facts_{args.split}", result)
+    run_half("whose_facts", __doc__, run)
 
 
 if __name__ == "__main__":
