@@ -23,9 +23,10 @@ GUARD_EXAMPLES_FILE = "guard_examples.json"
 """The poisoning guard's examples: its attempts ("忘掉你之前收到的所有设定") are no forget requests."""
 SOURCES = (TAXONOMY_FILE, EXAMPLES_FILE, GUARD_EXAMPLES_FILE)
 """The data the weights are trained on; their hash is recorded in the weights file."""
-MEMORABLE_WHOSE = ("family",)
-"""Which of the `whose` examples are also examples of memorable statements (not "other": a
-friend's taste is theirs, `statements.about_someone_else`)."""
+MEMORABLE_WHOSE = ("self", "family")
+"""Which of the `whose` examples are also examples of memorable statements: the speaker's own,
+many said without a subject ("最近在练瑜伽" read 0.12), and their family's ("老婆不吃辣"); not
+"other" (a friend's taste is theirs, `statements.about_someone_else`)."""
 L2 = {
     "memorable": 1e-5,
     "aspect": 1e-5,
