@@ -326,20 +326,20 @@ def test_a_family_members_allergy_reaches_a_meal_for_them_and_stays_theirs(home:
 
 
 def test_a_request_involving_a_family_member_brings_what_is_kept_about_them(home: Path) -> None:
-    # a trip or a rental barely touches "family": the request is about the person, not the aspect
+    # a tutoring class or a reading list barely touches "family": the request is about the person
     graph = build_graph(home=home)
     for user, facts, request, word in [
         (
             "zh",
-            ["我婆婆膝盖做过手术，上不了楼梯。", "我在杭州上班，做产品经理。"],
-            "国庆想带婆婆去黄山玩三天，帮我安排行程和住宿。",
-            "楼梯",
+            ["娃今年上三年级，数学比较吃力。", "我是中学英语老师。"],
+            "寒假想给孩子报个补习班，报哪科比较好？",
+            "数学",
         ),
         (
             "en",
-            ["My MIL uses a walker and can't manage steps.", "I'm vegan myself."],
-            "Help me find a holiday rental in Lisbon for Christmas with my mother-in-law.",
-            "walker",
+            ["My kiddo is in first grade and he's dyslexic.", "I'm a single dad."],
+            "Can you recommend some books for my boy to enjoy this summer?",
+            "dyslexic",
         ),
     ]:
         for fact in facts:

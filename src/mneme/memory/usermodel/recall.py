@@ -40,12 +40,13 @@ weather, brunch nearby, a plumber) touches their home fully, whatever its domain
 is shown where the picks leave room (the head's even odds; docs/benchmarks.md)."""
 PLACE = "residence"
 """The aspect such a request needs."""
-PERSON_RELEVANCE = 0.2
+PERSON_RELEVANCE = 0.3
 """A fact about someone in the person's life is shown, where the picks leave room, when the request
 is at least this relevant to it (calibrated) and more relevant to it than to any of the person's
-own memories: "开车带公公回老家，帮我规划下路上怎么走" is about the father-in-law, so "公公腰椎间盘突出，
-坐久了就受不了" comes, although a car trip barely touches family. Chosen on the tuning halves of
-benchmarks/data/family_reads.json and the Chinese preference set (docs/benchmarks.md)."""
+own memories: "寒假想给孩子报个补习班" is about the child, so "娃今年上三年级，数学比较吃力" comes,
+although tutoring barely touches family. Chosen on the tuning halves of
+benchmarks/data/family_reads.json and the Chinese preference set; 0.2 showed a daughter's school
+for "给我推荐一本科幻小说" (docs/benchmarks.md)."""
 CANDIDATES = 12
 """User-model memories considered per person and turn (the best by relevance within the
 aspects the request touches)."""
