@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -103,6 +104,13 @@ def run_half(name: str, doc: str | None, run: Callable[[str, bool], dict[str, An
     result = run(args.split, args.verbose)
     print(json.dumps(result, indent=1, ensure_ascii=False))
     write_result(f"{name}_{args.split}", result)
+
+
+def block_ids(out: dict[str, Any]) -> set[str]:
+    """The memory ids shown in the memory block of a turn (`- #ref ...` lines)."""
+    block = str((out.get("prompt") or {}).get("memory_block", ""))
+    refs = out.get("memory_refs") or {}
+    return {refs[r] for r in re.findall(r"^- #(\d+) ", block, re.M) if r in refs}
 
 
 class NodeTimer(BaseCallbackHandler):

@@ -21,8 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import run_half
-from benchmarks.preference_application import _block_ids
+from benchmarks.common import block_ids, run_half
 
 DATA = Path(__file__).parent / "data" / "family_reads.json"
 KINDS = ("member", "household", "own")
@@ -70,7 +69,7 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
                         {"configurable": {"thread_id": f"{user}-{kind}"}},
                         context={"user_id": user},
                     )
-                    shown = _block_ids(out)
+                    shown = block_ids(out)
                     got = [i for i, ids in written.items() if ids & shown]
                     needs = set(req["needs"])
                     if needs:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import statistics
 import tempfile
 import time
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, write_result
+from benchmarks.common import ROOT, block_ids, write_result
 
 PREFEVAL = ROOT.parent / "shared" / "data" / "prefeval"
 ZH_SET = ROOT / "benchmarks" / "data" / "zh_prefs.json"
@@ -120,13 +119,6 @@ def zh_users(n: int, seed: int = 0) -> list[User]:
     return users
 
 
-def _block_ids(out: dict[str, Any]) -> set[str]:
-    """The memory ids shown in the memory block of a turn (`- #ref ...` lines)."""
-    block = str((out.get("prompt") or {}).get("memory_block", ""))
-    refs = out.get("memory_refs") or {}
-    return {refs[r] for r in re.findall(r"^- #(\d+) ", block, re.M) if r in refs}
-
-
 def run_mneme(users: list[User], seed: int = 0) -> Iterator[dict[str, Any]]:
     """Each user's statements through the graph, then each question in a new session."""
     from mneme.graph import build_graph
@@ -168,7 +160,7 @@ def run_mneme(users: list[User], seed: int = 0) -> Iterator[dict[str, Any]]:
                         context={"user_id": user.id},
                     )
                     ms = (time.perf_counter() - t0) * 1000
-                    shown = _block_ids(out)
+                    shown = block_ids(out)
                     block = str(out["prompt"].get("memory_block", ""))
                     others = [p for p in user.prefs if p.id != pref.id and written.get(p.id, set()) & shown]
                     touch = touch_of(pref.question)

@@ -152,13 +152,18 @@ def _as_sensitive_as(cand: Candidate, pieces: list[Reading]) -> Candidate:
     return replace(cand, sensitivity=max(cand.sensitivity, held)) if held > cand.sensitivity else cand
 
 
+def theirs(reading: Reading) -> bool:
+    """Whether a statement is read as someone else's than the speaker's (`SOMEONE_ELSE`)."""
+    return reading.others >= SOMEONE_ELSE
+
+
 def _importance(constraint: bool, single: bool) -> float:
     return 0.8 if constraint else 0.6 if single else 0.5
 
 
 def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
     sensitivity = _sensitivity(reading.aspects or (reading.aspect,))  # a mother's diabetes: health
-    others = reading.others >= SOMEONE_ELSE
+    others = theirs(reading)
     if others:  # the brother's home is no home of the speaker's; the son's allergy still bears on a recipe
         near = (OTHERS_ASPECT, reading.about) if reading.about else (OTHERS_ASPECT,)
         reading = replace(reading, aspect=OTHERS_ASPECT, aspects=near)
@@ -194,7 +199,7 @@ def _changes_a_field(reading: Reading, clause: str) -> bool:
     moved to Sydney last month").
     """
     aspect = taxonomy().aspects[reading.aspect]
-    if reading.others >= SOMEONE_ELSE:  # replaces only what is kept about them (`OTHERS_RELEVANCE`)
+    if theirs(reading):  # replaces only what is kept about them (`OTHERS_RELEVANCE`)
         return reading.change >= REVISES and reading.memorable >= MEMORABLE and not about_someone_else(clause)
     return (
         (aspect.single or reading.change >= REVISES)  # a new job; "我最近开始吃肉了" revises a diet
