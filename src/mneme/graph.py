@@ -5,7 +5,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -21,6 +27,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Command, StateSnapshot
 
+from mneme.checkpoints import shared_turn_lock
 from mneme.context import Context, context_of
 from mneme.nodes import (
     build_context,
@@ -89,8 +96,8 @@ class TurnLocks:
     Two calls on one thread at once (a double click on "send") would each run from the same
     checkpoint, and the second would also run what is left of the first (`MnemeGraph`). A lock
     lives only while a turn holds or waits for it, so a process serving many threads keeps no
-    lock per thread it ever saw. Processes sharing a checkpointer are not covered: a LangGraph
-    server queues the runs of a thread itself.
+    lock per thread it ever saw. Processes sharing a checkpointer also take the thread's
+    `SharedTurnLock` after this one.
     """
 
     def __init__(self) -> None:
@@ -156,12 +163,13 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
     checkpoint has steps left runs those steps first, as `invoke(None, config)` would, then the
     new input. A run that stopped on an error or an `interrupt()` is left as LangGraph leaves it:
     it was reported to its caller, and retrying it could fail again forever. The turns of one
-    thread run one after the other in a process (`TurnLocks`).
+    thread run one after the other, in a process (`TurnLocks`) and across the processes that
+    share its checkpointer (`SharedTurnLock`).
     """
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
         """`CompiledStateGraph.stream`, after finishing the thread's interrupted turn."""
-        with TURNS.hold(self._thread_key(config)):
+        with TURNS.hold(self._thread_key(config)), self._shared_hold(config):
             if self._resumable(input, config) and _unfinished(
                 self.get_state(at_latest_checkpoint(self, config))
             ):
@@ -173,7 +181,7 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """`CompiledStateGraph.astream`, after finishing the thread's interrupted turn."""
-        async with TURNS.ahold(self._thread_key(config)):
+        async with TURNS.ahold(self._thread_key(config)), self._shared_ahold(config):
             if self._resumable(input, config) and _unfinished(
                 await self.aget_state(await _aat_latest(self, config))
             ):
@@ -188,6 +196,18 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
         if thread is None or not isinstance(self.checkpointer, BaseCheckpointSaver):
             return None
         return (id(self.checkpointer), str(thread))
+
+    def _shared_hold(self, config: RunnableConfig | None) -> AbstractContextManager[None]:
+        """The thread's lock across the processes sharing the checkpointer (see `SharedTurnLock`)."""
+        key = self._thread_key(config)
+        shared = shared_turn_lock(cast(BaseCheckpointSaver[Any], self.checkpointer)) if key else None
+        return shared.hold(key[1]) if key and shared else nullcontext()
+
+    def _shared_ahold(self, config: RunnableConfig | None) -> AbstractAsyncContextManager[None]:
+        """`_shared_hold` for a coroutine."""
+        key = self._thread_key(config)
+        shared = shared_turn_lock(cast(BaseCheckpointSaver[Any], self.checkpointer)) if key else None
+        return shared.ahold(key[1]) if key and shared else nullcontext()
 
     def _resumable(self, input: Any, config: RunnableConfig | None) -> bool:
         """Whether this call is new input on a thread of this graph's own checkpointer."""

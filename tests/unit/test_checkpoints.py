@@ -1,8 +1,12 @@
-"""mneme's SQLite checkpointer: short versions, and threads written by `SqliteSaver` go on."""
+"""mneme's SQLite checkpointer: short versions, threads written by `SqliteSaver` go on, turn locks."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +16,7 @@ from langgraph.graph import START, StateGraph, add_messages
 from langgraph.store.memory import InMemoryStore
 from typing_extensions import TypedDict
 
-from mneme.checkpoints import CompactSqliteSaver
+from mneme.checkpoints import CompactSqliteSaver, shared_turn_lock
 from mneme.graph import build_graph
 
 CTX = {"user_id": "ann", "model": "offline"}
@@ -95,3 +99,39 @@ def test_a_read_of_a_long_thread_replays_only_its_last_few_turns(
     # [updates, supersteps] since each channel's last full copy: a handful of turns at most.
     assert max(steps for _, steps in counters.values()) <= 6 * steps_per_turn
     conn.close()
+
+
+HOLDER = """
+import sqlite3, sys, time
+from pathlib import Path
+from mneme.checkpoints import CompactSqliteSaver, shared_turn_lock
+
+saver = CompactSqliteSaver(sqlite3.connect(sys.argv[1], check_same_thread=False))
+with shared_turn_lock(saver).hold("t1"):
+    Path(sys.argv[2]).touch()
+    time.sleep(1.0)
+"""
+
+
+def test_another_process_waits_for_a_threads_turn_and_only_that_thread(tmp_path: Path) -> None:
+    db, held = tmp_path / "threads.sqlite", tmp_path / "held"
+    saver = CompactSqliteSaver(sqlite3.connect(db, check_same_thread=False))
+    lock = shared_turn_lock(saver)
+    assert lock is not None
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(held)])
+    try:
+        while not held.exists():
+            assert child.poll() is None
+            time.sleep(0.01)
+        start = time.monotonic()
+        with lock.hold("t2"):  # another thread: no wait
+            assert time.monotonic() - start < 0.5
+
+        async def turn() -> float:
+            async with lock.ahold("t1"):
+                return time.monotonic() - start
+
+        assert asyncio.run(turn()) > 0.5  # waited for the other process's turn
+    finally:
+        child.wait(timeout=30)
+    assert shared_turn_lock(CompactSqliteSaver(sqlite3.connect(":memory:"))) is None

@@ -1,0 +1,98 @@
+"""Processes that share a checkpointer run the turns of one thread one after the other."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from mneme.graph import build_graph
+from tests.fakes import HashEmbeddings
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = {"configurable": {"thread_id": "shared"}}
+
+CHILD = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    from pathlib import Path
+    from mneme.checkpoints import CompactSqliteSaver
+    from mneme.graph import build_graph
+    from tests.fakes import HashEmbeddings, ScriptedChatModel
+
+    kind, where, home, text, marks = sys.argv[1:6]
+    marks = Path(marks)
+
+    class Slow(ScriptedChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            time.sleep(1.5)  # long enough for the other process's turn to start meanwhile
+            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    model = Slow.script(f"reply to {text}")
+    if kind == "postgres":
+        graph = build_graph(model=model, embeddings=HashEmbeddings(), postgres=where)
+    else:
+        saver = CompactSqliteSaver(sqlite3.connect(where, check_same_thread=False, timeout=30))
+        saver.setup()
+        graph = build_graph(model=model, embeddings=HashEmbeddings(), checkpointer=saver, home=home)
+    (marks / f"ready-{text}").touch()
+    while not (marks / "go").exists():
+        time.sleep(0.005)
+    cfg = {"configurable": {"thread_id": "shared"}}
+    graph.invoke({"messages": [{"role": "user", "content": text}]}, cfg, context={"user_id": "ann"})
+    """
+)
+
+
+def _two_turns_at_once(kind: str, where: str, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, kind, where, str(tmp_path / f"home-{text}"), text, str(marks)],
+            cwd=ROOT,
+        )
+        for text in ("first", "second")
+    ]
+    deadline = time.monotonic() + 240
+    while not all((marks / f"ready-{t}").exists() for t in ("first", "second")):
+        assert time.monotonic() < deadline and all(c.poll() is None for c in children)
+        time.sleep(0.05)
+    (marks / "go").touch()
+    assert [c.wait(timeout=240) for c in children] == [0, 0]
+
+
+def _assert_both_turns_kept(messages: list[object]) -> None:
+    pairs = [(m.type, m.content) for m in messages]  # type: ignore[attr-defined]
+    assert len(pairs) == 4, pairs  # before the lock: one turn overwrote the other
+    for i in (0, 2):
+        assert pairs[i][0] == "human"
+        assert pairs[i + 1] == ("ai", f"reply to {pairs[i][1]}")
+    assert {pairs[0][1], pairs[2][1]} == {"first", "second"}
+
+
+def test_two_processes_on_one_sqlite_file_keep_both_turns_of_a_thread(tmp_path: Path) -> None:
+    db = tmp_path / "threads.sqlite"
+    _two_turns_at_once("sqlite", str(db), tmp_path)
+    import sqlite3
+
+    graph = build_graph(
+        model="offline",
+        embeddings=HashEmbeddings(),
+        checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)),
+        home=tmp_path / "home-reader",
+    )
+    _assert_both_turns_kept(graph.get_state(CONFIG).values["messages"])
+
+
+def test_two_processes_on_one_postgres_keep_both_turns_of_a_thread(postgres_url: str, tmp_path: Path) -> None:
+    _two_turns_at_once("postgres", postgres_url, tmp_path)
+    graph = build_graph(model="offline", embeddings=HashEmbeddings(), postgres=postgres_url)
+    _assert_both_turns_kept(graph.get_state(CONFIG).values["messages"])
