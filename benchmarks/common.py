@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -104,6 +105,11 @@ def run_half(name: str, doc: str | None, run: Callable[[str, bool], dict[str, An
     result = run(args.split, args.verbose)
     print(json.dumps(result, indent=1, ensure_ascii=False))
     write_result(f"{name}_{args.split}", result)
+
+
+def half(item_id: str) -> str:
+    """The half (`tune` or `report`) an item of a labelled set belongs to, fixed by its id."""
+    return "tune" if hashlib.sha256(item_id.encode()).digest()[0] % 2 == 0 else "report"
 
 
 def block_ids(out: dict[str, Any]) -> set[str]:

@@ -15,21 +15,15 @@ user's own). Counted per half (a hash of the id):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import block_ids, run_half
+from benchmarks.common import block_ids, half, run_half
 
 DATA = Path(__file__).parent / "data" / "family_reads.json"
 KINDS = ("member", "household", "own")
-
-
-def half(scenario_id: str) -> str:
-    """The half a scenario belongs to, fixed by its id."""
-    return "tune" if hashlib.sha256(scenario_id.encode()).digest()[0] % 2 == 0 else "report"
 
 
 def run(split: str, verbose: bool = False) -> dict[str, Any]:

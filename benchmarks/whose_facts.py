@@ -28,20 +28,14 @@ Run: `python -m benchmarks.whose_facts [--split tune|report|all] [--verbose]`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from collections import Counter
 from typing import Any
 
-from benchmarks.common import ROOT, run_half
+from benchmarks.common import ROOT, half, run_half
 
 DATA = ROOT / "benchmarks" / "data" / "whose_facts.json"
-
-
-def half(scenario_id: str) -> str:
-    """The half a scenario belongs to (fixed by its id before any tuning)."""
-    return "tune" if hashlib.sha256(scenario_id.encode()).digest()[0] % 2 == 0 else "report"
 
 
 def run(split: str, verbose: bool = False) -> dict[str, Any]:

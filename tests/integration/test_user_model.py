@@ -366,3 +366,26 @@ def test_a_family_members_move_replaces_their_old_home_not_the_users(home: Path)
             current = [r.text for r in memory.get_all(user_id=user)]
             assert not any(old in t for t in current) and any(new in t for t in current), current
             assert [f.value for f in memory.profile(user_id=user).values()] == [value], current
+
+
+def test_what_a_pronoun_says_next_about_a_family_member_is_kept_and_changes_their_fact(home: Path) -> None:
+    graph = build_graph(home=home)
+    for user, turns, question, new, old in [
+        ("zh", ["我老公在阿里工作", "他上个月跳槽去腾讯了"], "我老公现在在哪家公司上班？", "腾讯", "阿里"),
+        (
+            "en",
+            ["My sister is a nurse in Leeds.", "She just quit and started med school in Glasgow."],
+            "What is my sister doing these days?",
+            "med school",
+            "nurse",
+        ),
+    ]:
+        for text in turns:  # one conversation
+            graph.invoke(
+                {"messages": [{"role": "user", "content": text}]},
+                {"configurable": {"thread_id": f"{user}-talk"}},
+                context={"user_id": user},
+            )
+        shown = injected(say(graph, question, user))  # a new session
+        assert any(new in t for t in shown), shown
+        assert not any(old in t for t in shown), shown

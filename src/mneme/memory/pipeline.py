@@ -10,6 +10,7 @@ obvious ones are never late). Without a model, the offline rules extract.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -79,12 +80,23 @@ def write_context(
     )
 
 
-def rules(texts: list[str], now: datetime | None = None) -> list[Candidate]:
-    """Candidates of the offline extractor (rules and the user model's classifiers) for several messages."""
+def rules(texts: list[str], now: datetime | None = None, before: Sequence[str] = ()) -> list[Candidate]:
+    """Candidates of the offline extractor (rules and the user model's classifiers) for several messages.
+
+    Args:
+        texts: The user's messages, oldest first.
+        now: When they were said.
+        before: The user's messages just before them (only read: whom a pronoun stands for).
+    """
     out: list[Candidate] = []
-    for text in texts:
-        out += read_message(text, now=now)
+    for i, text in enumerate(texts):
+        out += read_message(text, now=now, before=[*before, *texts[:i]][-BEFORE:])
     return out
+
+
+BEFORE = 2
+"""How many of the user's messages before a job's are read with it, for whom a pronoun at the head
+of a sentence stands for ("他上个月跳槽去腾讯了" after "我老公在阿里工作")."""
 
 
 SURE_ATTEMPT = 0.8
@@ -162,13 +174,15 @@ class Pipeline:
         session_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         agent_id: str | None = None,
+        before: Sequence[str] = (),
     ) -> PendingJob:
-        """A job for a user's messages (not persisted)."""
+        """A job for a user's messages (not persisted); `before`: what they said just before."""
         model = self.model if isinstance(self.model, str) else None
         return PendingJob(
             id=PendingJob.job_id(user_id, session_id, messages),
             user_id=user_id,
             messages=messages,
+            before=list(before)[-BEFORE:],
             session_id=session_id,
             metadata=dict(metadata or {}),
             agent_id=agent_id,
@@ -223,7 +237,7 @@ class Pipeline:
         llm = self.llm(context)
         candidates: list[Candidate]
         if llm is None:
-            candidates = rules(texts, now)
+            candidates = rules(texts, now, job.before)
         else:
             send = any(gate(t).send for t in texts)
             STATS.count(turns=1, sent=int(send), saved=int(not send))
@@ -235,7 +249,7 @@ class Pipeline:
                 except ExtractionFailed as exc:
                     STATS.count(queued=1)
                     self.queue.failed(job, exc.error)
-                    changes += self.writer.write(rules(texts, now), ctx)
+                    changes += self.writer.write(rules(texts, now, job.before), ctx)
                     changes.append(MemoryChange(operation="QUEUED", id=job.id, text="", reason=exc.error))
                     return changes
         changes += self.writer.write(candidates, ctx)

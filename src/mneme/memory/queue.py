@@ -37,6 +37,9 @@ class PendingJob(BaseModel):
     user_id: str
     messages: list[dict[str, Any]]
     """The user's messages: `{"role", "content", "id"}`."""
+    before: list[str] = Field(default_factory=list)
+    """What the user said just before these messages in the thread: only read, for whom a
+    pronoun stands for; nothing is extracted from it."""
     session_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     agent_id: str | None = None

@@ -11,6 +11,7 @@ turn twice never duplicates a memory.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from mneme.context import Context, context_of, thread_id
-from mneme.memory.pipeline import Pipeline
+from mneme.memory.pipeline import BEFORE, Pipeline
 from mneme.memory.queue import PendingJob
 from mneme.memory.record import MemoryChange, check_user
 from mneme.memory.worker import worker
@@ -44,6 +45,22 @@ def turn_messages(state: State) -> list[AnyMessage]:
         humans = [i for i, m in enumerate(state.messages) if isinstance(m, HumanMessage)]
         start = humans[-1] if humans else max(0, len(ids) - 1)
     return list(state.messages[start:])
+
+
+def said_before(state: State) -> list[str]:
+    """What the user said in the thread's last few messages before this turn (`BEFORE`).
+
+    Only read by the extractor, for whom a pronoun stands for; a group's bursts are left out
+    (a pronoun there may be anyone's).
+    """
+    turn = turn_messages(state)
+    earlier = state.messages[: len(state.messages) - len(turn)]
+    said = [
+        message_text(m)
+        for m in earlier
+        if isinstance(m, HumanMessage) and not m.additional_kwargs.get("group_messages")
+    ]
+    return [t for t in said if t.strip()][-BEFORE:]
 
 
 def turn_inputs(
@@ -80,13 +97,22 @@ def write_turn(
     model: str | BaseChatModel | None,
     messages: list[AnyMessage],
     thread_id: str,
+    before: Sequence[str] = (),
 ) -> list[MemoryChange]:
-    """Extract and store the memories of one turn; in a group, each speaker's for that speaker."""
+    """Extract and store the memories of one turn; in a group, each speaker's for that speaker.
+
+    `before`: what the user said just before the turn (`said_before`), read for pronouns.
+    """
     pipeline = Pipeline(store, ctx, model)
     changes: list[MemoryChange] = []
     for user, said, metadata in turn_inputs(messages, ctx.user_id):
         job = pipeline.job(
-            user, said, session_id=thread_id or None, metadata=metadata, agent_id=ctx.agent_id or None
+            user,
+            said,
+            session_id=thread_id or None,
+            metadata=metadata,
+            agent_id=ctx.agent_id or None,
+            before=before if user == ctx.user_id and not metadata else (),
         )
         changes += pipeline.run(job)
     return changes
@@ -98,14 +124,20 @@ def defer_turn(
     model: str | BaseChatModel | None,
     messages: list[AnyMessage],
     thread_id: str,
+    before: Sequence[str] = (),
 ) -> list[PendingJob]:
-    """Persist one turn's extraction jobs and hand them to the background worker."""
+    """Persist one turn's extraction jobs and hand them to the background worker (`write_turn`)."""
     pipeline = Pipeline(store, ctx, model)
     jobs: list[PendingJob] = []
     for user, said, metadata in turn_inputs(messages, ctx.user_id):
         check_user(user)
         job = pipeline.job(
-            user, said, session_id=thread_id or None, metadata=metadata, agent_id=ctx.agent_id or None
+            user,
+            said,
+            session_id=thread_id or None,
+            metadata=metadata,
+            agent_id=ctx.agent_id or None,
+            before=before if user == ctx.user_id and not metadata else (),
         )
         pipeline.queue.put(job)  # persisted before anything else: a crash loses nothing
         jobs.append(job)
@@ -135,9 +167,9 @@ def make_extract_memories(
         thread = thread_id()
         messages = turn_messages(state)
         if ctx.extraction == "deferred":
-            jobs = defer_turn(runtime.store, ctx, spec, messages, thread)
+            jobs = defer_turn(runtime.store, ctx, spec, messages, thread, said_before(state))
             return {"writes": [{"operation": "DEFERRED", "id": j.id, "text": ""} for j in jobs]}
-        changes = write_turn(runtime.store, ctx, spec, messages, thread)
+        changes = write_turn(runtime.store, ctx, spec, messages, thread, said_before(state))
         return {"writes": [c.model_dump() for c in changes]}
 
     return extract_memories

@@ -118,6 +118,13 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
     return out
 
 
+def outsider_of(texts: Sequence[str]) -> np.ndarray:
+    """Probability that each statement is about someone outside the speaker's family (`whose` head)."""
+    if not texts:
+        return np.zeros(0)
+    return HEADS["whose"].prob(passage_vectors(texts), "other")
+
+
 def pair_features(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     """What the `supersedes` head reads of (earlier statement, new statement) pairs.
 

@@ -9,6 +9,7 @@ from langgraph.store.base import BaseStore
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, touched
+from mneme.memory.usermodel.refer import kin_in
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT
 
 TOUCH_MIN = 0.25
@@ -60,11 +61,13 @@ class Touch:
     aspects: dict[str, float]
     local: float = 0.0
     """Probability that the answer depends on where the person is."""
+    kin: frozenset[str] = frozenset()
+    """The asker's family members the request names ("想去看看我哥", `refer.kin_in`)."""
 
     def elsewhere(self) -> Touch:
         """The same request for a group participant other than the asker.
 
-        "明天我那边会下雨吗" needs the asker's home, not everyone's.
+        "明天我那边会下雨吗" needs the asker's home, not everyone's; "我妈" is the asker's mother.
         """
         return Touch(domains=self.domains, aspects=touched(self.domains), local=0.0)
 
@@ -81,7 +84,7 @@ def touch_of(request: str) -> Touch:
     local = local_of(vector)
     if local >= LOCAL_MIN:
         aspects[PLACE] = 1.0
-    return Touch(domains=domains, aspects=aspects, local=local)
+    return Touch(domains=domains, aspects=aspects, local=local, kin=frozenset(kin_in(request)))
 
 
 def user_model_hits(
@@ -117,7 +120,10 @@ def user_model_hits(
     if limit <= 0 or not request.strip():
         return []
     touch = touch or touch_of(request)
-    aspects = sorted(a for a, w in touch.aspects.items() if w >= TOUCH_MIN)
+    aspects = sorted(
+        {a for a, w in touch.aspects.items() if w >= TOUCH_MIN}
+        | ({OTHERS_ASPECT} if touch.kin else set())  # what was said of them, whatever the domain
+    )
     pool = {h.id: h for h in relevant or [] if h.aspects}
     hits = (
         search(
@@ -150,7 +156,9 @@ def user_model_hits(
     kept += [p for p in scored if placed(p[1], touch) and p not in kept][: max(0, limit - len(kept))]
     # what is kept about the people the request involves, the most relevant first, where there is room
     own = max((h.score for _, h in scored if h.aspect != OTHERS_ASPECT), default=0.0)
-    theirs = sorted((p for p in scored if about_them(p[1], own) and p not in kept), key=lambda p: -p[1].score)
+    theirs = sorted(
+        (p for p in scored if about_them(p[1], own, touch.kin) and p not in kept), key=lambda p: -p[1].score
+    )
     kept += theirs[: max(0, limit - len(kept))]
     kept.sort(key=lambda p: (not p[1].constraint, -p[0]))  # hard constraints first
     return [hit for _, hit in kept]
@@ -172,14 +180,20 @@ def placed(hit: MemoryHit, touch: Touch) -> bool:
     return touch.local >= LOCAL_MIN and hit.aspect == PLACE
 
 
-def about_them(hit: MemoryHit, own: float) -> bool:
-    """A fact about someone in the person's life that the request is about (`PERSON_RELEVANCE`).
+def about_them(hit: MemoryHit, own: float, kin: set[str] | frozenset[str] = frozenset()) -> bool:
+    """A fact about someone in the person's life that the request is about.
+
+    The request names them ("想去看看我哥, 帮我订个酒店" and "我哥上周调到上海分公司了"), or it is at
+    least `PERSON_RELEVANCE` relevant to the fact and more than to any of the person's own.
 
     Args:
         hit: The memory.
         own: The highest relevance among the person's own memories.
+        kin: The family relations the request names (`refer.kin_in`).
     """
-    return hit.aspect == OTHERS_ASPECT and hit.score >= max(PERSON_RELEVANCE, own)
+    if hit.aspect != OTHERS_ASPECT:
+        return False
+    return bool(kin & kin_in(hit.text)) or hit.score >= max(PERSON_RELEVANCE, own)
 
 
 def score_of(hit: MemoryHit, touch: Touch) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -18,7 +19,8 @@ from mneme.memory.extract import (
     segments,
 )
 from mneme.memory.gist import filler_only_difference
-from mneme.memory.usermodel.heads import Reading, read_statements
+from mneme.memory.usermodel.heads import Reading, outsider_of, read_statements
+from mneme.memory.usermodel.refer import kin_subject, leads_with_kin, resolved
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
 
 MEMORABLE = 0.45
@@ -77,6 +79,10 @@ SOMEONE_ELSE = 0.7
 ("我哥住在成都", "wife just got a new job at Deloitte!!") is kept as a fact about the people in
 their life (`OTHERS_ASPECT`): it never becomes the speaker's home or employer, nor replaces
 them. Chosen on the tuning half of benchmarks/data/whose_facts.json (docs/benchmarks.md)."""
+OUTSIDER = 0.4
+"""A sentence the `whose` head reads as about someone outside the family at this probability is
+about them (`outsider`): a pronoun right after it is not taken for a family member named before.
+Chosen on the tuning half of benchmarks/data/pronoun_reads.json."""
 LIMIT = 0.9
 """A clause read as a hard limit at this probability of the `constraint` head..."""
 LIMIT_ASPECT = 0.5
@@ -95,7 +101,7 @@ _OTHERS = (
 )
 _ABOUT_OTHERS = re.compile(
     rf"^(?:(?:我|我的|我们|我们的)?(?:{_OTHERS})|(?:他|她|他们|她们|人家|别人|大家)(?!们)|"
-    rf"(?:my|our)\s+(?:\w+\s+)?(?:{_OTHERS})s?(?:'s?)?\b|(?:he|she|they)\b)",
+    rf"(?:my|our)\s+(?:\w+\s+)?(?:{_OTHERS})s?(?:'s?)?\b|(?:he|she|they|his|her|their)\b)",
     re.I,
 )
 
@@ -136,6 +142,18 @@ def about_someone_else(clause: str) -> bool:
     return bool(_ABOUT_OTHERS.match(said)) and not _REPORTED.match(said)
 
 
+def outsider(sentence: str) -> bool:
+    """Whether a sentence is about someone outside the speaker's family.
+
+    By its subject ("我同事…"), or, unless its subject is a family member it names ("我哥之前一直在
+    北京工作" reads 0.83), as the `whose` head reads it (`OUTSIDER`: "There's this kid in my son's
+    class named Leo").
+    """
+    if about_someone_else(sentence):
+        return True
+    return not kin_subject(sentence) and float(outsider_of([sentence])[0]) >= OUTSIDER
+
+
 def _sensitivity(aspects: tuple[str, ...]) -> int:
     """The most sensitive of a statement's likely aspects (health: kept from groups)."""
     tax = taxonomy()
@@ -153,8 +171,20 @@ def _as_sensitive_as(cand: Candidate, pieces: list[Reading]) -> Candidate:
 
 
 def theirs(reading: Reading) -> bool:
-    """Whether a statement is read as someone else's than the speaker's (`SOMEONE_ELSE`)."""
-    return reading.others >= SOMEONE_ELSE
+    """Whether a statement is someone else's than the speaker's.
+
+    As the `whose` head reads it (`SOMEONE_ELSE`), or by its grammatical subject: a family member
+    it names ("我妹在杭州找了份工作" read 0.3 and became the speaker's employer; "My sister just
+    quit and started med school in Glasgow." 0.69, the speaker's school). Reported speech about the
+    speaker stays the speaker's ("我妈说我胖了").
+    """
+    return reading.others >= SOMEONE_ELSE or family_subject(reading.text)
+
+
+def family_subject(clause: str) -> bool:
+    """Whether a clause's grammatical subject is a family member it names, not reported speech."""
+    said = clause.strip()
+    return leads_with_kin(said) and not _REPORTED.match(said)
 
 
 def _importance(constraint: bool, single: bool) -> float:
@@ -164,9 +194,7 @@ def _importance(constraint: bool, single: bool) -> float:
 def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
     sensitivity = _sensitivity(reading.aspects or (reading.aspect,))  # a mother's diabetes: health
     others = theirs(reading)
-    if others:  # the brother's home is no home of the speaker's; the son's allergy still bears on a recipe
-        near = (OTHERS_ASPECT, reading.about) if reading.about else (OTHERS_ASPECT,)
-        reading = replace(reading, aspect=OTHERS_ASPECT, aspects=near)
+    reading = _as_theirs(reading) if others else reading
     aspect = taxonomy().aspects[reading.aspect]
     constraint = aspect.constraint or reading.constraint >= CONSTRAINT
     return Candidate(
@@ -185,6 +213,15 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         certainty=reading.aspect_p * (1.0 - reading.others),  # an aspect of the speaker's, if theirs
         others=others,
     )
+
+
+def _as_theirs(reading: Reading) -> Reading:
+    """A reading of someone else's fact: kept about them, with what it is about as a second aspect.
+
+    The brother's home is no home of the speaker's; the son's allergy still bears on a recipe.
+    """
+    near = (OTHERS_ASPECT, reading.about) if reading.about else (OTHERS_ASPECT,)
+    return replace(reading, aspect=OTHERS_ASPECT, aspects=near)
 
 
 def _change(reading: Reading) -> float:
@@ -224,16 +261,20 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
         )
     if cand.subject is not None or cand.kind == "episodic" or reading is None:
         return cand  # an order, an event: not part of the user model
+    sensitivity = _sensitivity(reading.aspects or (reading.aspect,))
+    others = family_subject(reading.text)  # "我小女儿每天中午都得睡午觉": the daughter's routine
+    reading = _as_theirs(reading) if others else reading
     aspect = tax.aspects[reading.aspect]
     return replace(
         cand,
         aspect=aspect.key,
-        sensitivity=max(cand.sensitivity, _sensitivity(reading.aspects or (reading.aspect,))),
+        sensitivity=max(cand.sensitivity, sensitivity),
         constraint=cand.constraint or aspect.constraint or reading.constraint >= CONSTRAINT,
         revises=cand.revises or (reading.change >= REVISES and not adds_to(reading.text)),
         change=max(cand.change, _change(reading)),
         near=reading.aspects,
-        certainty=reading.aspect_p,
+        certainty=reading.aspect_p * (1.0 - reading.others) if others else reading.aspect_p,
+        others=others,
     )
 
 
@@ -260,7 +301,7 @@ def _merge(cands: list[Candidate], zh: bool) -> list[Candidate]:
     return out
 
 
-def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
+def read_message(text: str, *, now: datetime | None = None, before: Sequence[str] = ()) -> list[Candidate]:
     """The memory candidates of one user message, offline.
 
     The rules read what they have patterns for (a courier, an order number, a name, a dated
@@ -272,12 +313,16 @@ def read_message(text: str, *, now: datetime | None = None) -> list[Candidate]:
     Args:
         text: What the user said.
         now: When it was said (for relative dates).
+        before: The user's messages just before it, oldest first: only read, for whom a
+            sentence that starts with a pronoun is about ("他上个月跳槽去腾讯了" after "我老公在
+            阿里工作" is a fact about the husband, `refer.resolved`).
 
     Returns:
         Candidates in the user's language.
     """
     now = now or datetime.now(UTC)
     text = MENTION.sub(" ", text).strip() or text  # "@bot 你好": addressed, not said of oneself
+    text = resolved(text, before, outsider)
     ruled = extract(text, now=now, forget=False)
     parts = [c for c in clauses(text) if len(c) <= MAX_CLAUSE_CHARS]
     pieces = {p: segments(p) for p in parts}
