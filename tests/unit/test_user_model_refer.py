@@ -62,3 +62,15 @@ def test_what_a_pronoun_goes_on_to_say_about_a_family_member_is_kept_as_theirs()
 def test_a_statement_whose_subject_is_a_family_member_is_theirs_never_the_speakers(text: str) -> None:
     kept = read_message(text)
     assert kept and all(c.aspect == "family" for c in kept if c.aspect), kept
+
+
+def test_two_facts_about_the_same_family_member_may_replace_each_other_and_two_members_never() -> None:
+    from mneme.memory.write import same_person
+
+    assert same_person(
+        "My mom used to go to Zumba class", "My mom's knees got bad, she does water aerobics", 0.2
+    )
+    assert same_person("我老公以前每天要喝三杯咖啡", "老公现在彻底戒了，只喝绿茶", 0.1)
+    assert not same_person("My wife works at Microsoft", "My brother moved to Sydney last month", 0.9)
+    assert same_person("Lives in Perth", "moved to Sydney last month", 0.6)  # no one named: by relevance
+    assert not same_person("Lives in Perth", "moved to Sydney last month", 0.3)

@@ -49,6 +49,7 @@ from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 from mneme.memory.terms import terms
 from mneme.memory.usermodel.heads import item_domains, supersedes
+from mneme.memory.usermodel.refer import kin_in
 from mneme.memory.usermodel.statements import tag_aspect
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
 from mneme.store.locks import exclusive
@@ -98,6 +99,20 @@ OTHERS_RELEVANCE = 0.5
 someone else ("my brother lives in Perth", then "my brother moved to Sydney"): a family's facts
 are of many people, and "my wife works at Microsoft" reads as a change of no brother's home.
 Chosen on the tuning half of benchmarks/data/whose_facts.json."""
+
+
+def same_person(old: str, new: str, relevance: float) -> bool:
+    """Whether two facts about people in the user's life can be about the same person.
+
+    Both name a family member: the same one ("我老公以前每天要喝三杯咖啡", "我老公现在彻底戒了");
+    otherwise alike enough (`OTHERS_RELEVANCE`: "my brother lives in Perth", "he moved to Sydney").
+    """
+    named, again = kin_in(old), kin_in(new)
+    if named and again:
+        return bool(named & again)
+    return relevance >= OTHERS_RELEVANCE
+
+
 SUPERSEDES_NEAR = 0.6
 """`supersedes` probability at which a statement replaces a memory of the same area of life..."""
 CHANGE_NEAR = 0.5
@@ -739,7 +754,7 @@ class Writer:
             same = old.aspect == cand.aspect
             if cand.tentative and p < TENTATIVE_SUPERSEDES:
                 continue
-            if cand.others and rel < OTHERS_RELEVANCE:
+            if cand.others and not same_person(old.text, text, rel):
                 continue  # the wife's new job is no news of the brother's: one person's, said alike
             fits = (
                 (same and p >= SUPERSEDES_ASPECT)
