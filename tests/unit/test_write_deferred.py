@@ -121,3 +121,23 @@ def test_a_group_turn_is_deferred_per_speaker(chroma_store: ChromaStore) -> None
     assert [r.text for r in memory.get_all(user_id="alice")] == ["不吃辣"]
     assert [r.text for r in memory.get_all(user_id="bob")] == ["住在上海"]
     assert memory.get_all(user_id="alice")[0].metadata == {"group": True}
+
+
+def test_a_deferred_turn_keeps_what_was_said_before_it_for_its_pronouns(chroma_store: ChromaStore) -> None:
+    node = make_extract_memories("offline")
+    context = Context(user_id="u", extraction="deferred", extractor="rules")
+    state = State(
+        messages=[
+            HumanMessage(content="我老公在阿里工作", id="h1"),
+            AIMessage(content="好的"),
+            HumanMessage(content="他上个月跳槽去腾讯了", id="h2"),
+            AIMessage(content="好的"),
+        ],
+        turn_start="h2",
+    )
+    [write] = node(state, runtime=Runtime(context=context, store=chroma_store))["writes"]
+    memory = Memory(chroma_store)
+    [job] = memory.pending(user_id="u")
+    assert job.id == write["id"] and job.before == ["我老公在阿里工作"]  # persisted with the job
+    assert worker().flush(timeout=60)
+    assert any("我老公" in r.text and "腾讯" in r.text for r in memory.get_all(user_id="u"))

@@ -105,8 +105,17 @@ def write_turn(
     """
     pipeline = Pipeline(store, ctx, model)
     changes: list[MemoryChange] = []
-    for user, said, metadata in turn_inputs(messages, ctx.user_id):
-        job = pipeline.job(
+    for job in turn_jobs(pipeline, ctx, messages, thread_id, before):
+        changes += pipeline.run(job)
+    return changes
+
+
+def turn_jobs(
+    pipeline: Pipeline, ctx: Context, messages: list[AnyMessage], thread_id: str, before: Sequence[str]
+) -> list[PendingJob]:
+    """One extraction job per speaker of the turn (`turn_inputs`); the run's user's keeps `before`."""
+    return [
+        pipeline.job(
             user,
             said,
             session_id=thread_id or None,
@@ -114,8 +123,8 @@ def write_turn(
             agent_id=ctx.agent_id or None,
             before=before if user == ctx.user_id and not metadata else (),
         )
-        changes += pipeline.run(job)
-    return changes
+        for user, said, metadata in turn_inputs(messages, ctx.user_id)
+    ]
 
 
 def defer_turn(
@@ -128,19 +137,10 @@ def defer_turn(
 ) -> list[PendingJob]:
     """Persist one turn's extraction jobs and hand them to the background worker (`write_turn`)."""
     pipeline = Pipeline(store, ctx, model)
-    jobs: list[PendingJob] = []
-    for user, said, metadata in turn_inputs(messages, ctx.user_id):
-        check_user(user)
-        job = pipeline.job(
-            user,
-            said,
-            session_id=thread_id or None,
-            metadata=metadata,
-            agent_id=ctx.agent_id or None,
-            before=before if user == ctx.user_id and not metadata else (),
-        )
+    jobs = turn_jobs(pipeline, ctx, messages, thread_id, before)
+    for job in jobs:
+        check_user(job.user_id)
         pipeline.queue.put(job)  # persisted before anything else: a crash loses nothing
-        jobs.append(job)
     for job in jobs:
         worker().submit(store, job, context=ctx, model=model)
     return jobs
