@@ -140,8 +140,14 @@ EXTRACT_SYSTEM = (
 )
 """System prompt of the LLM extractor: `{lang_name}`, `{today}` and `{schema}` are filled."""
 
-EXTRACT_INPUT = "Existing memories:\n{memories}\n\nNewest message(s) from the user:\n{messages}"
+EXTRACT_INPUT = "Existing memories:\n{memories}\n\n{before}Newest message(s) from the user:\n{messages}"
 """The extractor's input: numbered existing memories, then what the user said."""
+
+EXTRACT_BEFORE = (
+    'What the user said just before, only to tell whom "he", "she", "他" or "她" means '
+    "(take no memory from it):\n{before}\n\n"
+)
+"""Shown in `EXTRACT_INPUT` when the user said something just before in the thread."""
 
 EXTRACT_NO_MEMORIES = "(none)"
 """Shown in `EXTRACT_INPUT` when the user has no related memories yet."""

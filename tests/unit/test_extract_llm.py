@@ -12,6 +12,7 @@ from mneme.context import Context
 from mneme.memory.api import Memory
 from mneme.memory.gate import STATS, gate
 from mneme.memory.llm_extract import ExtractionFailed, LLMExtractor, RefMap, parse
+from mneme.memory.pipeline import Pipeline
 from mneme.memory.record import MemoryRecord
 from mneme.store.chroma import ChromaStore
 from tests.fakes import ScriptedChatModel
@@ -225,3 +226,20 @@ def test_a_delete_by_id_deletes_that_memory_only(chroma_store: ChromaStore) -> N
     shown_first = tea if "喜欢喝茶" in first else phone
     assert [(c.operation, c.id) for c in changes] == [("DELETE", shown_first.id)]
     assert [r.id for r in memory.get_all(user_id="u")] == [({tea.id, phone.id} - {shown_first.id}).pop()]
+
+
+def test_the_model_is_shown_what_was_said_just_before_to_tell_whom_a_pronoun_means(
+    chroma_store: ChromaStore,
+) -> None:
+    model = ScriptedChatModel.script(
+        reply({"op": "add", "text": "老公上个月跳槽去了腾讯", "aspect": "family"})
+    )
+    pipeline = Pipeline(chroma_store, LLM, model)
+    job = pipeline.job(
+        "u", [{"role": "user", "content": "他上个月跳槽去腾讯了", "id": "m2"}], before=["我老公在阿里工作"]
+    )
+    changes = pipeline.run(job)
+    human = model.seen[0][1].content
+    assert "我老公在阿里工作" in human and "take no memory from it" in human
+    assert human.index("我老公在阿里工作") < human.index("他上个月跳槽去腾讯了")
+    assert [c.text for c in changes if c.operation == "ADD"] == ["老公上个月跳槽去了腾讯"]

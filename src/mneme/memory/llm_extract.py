@@ -351,8 +351,10 @@ class LLMExtractor:
             return Reply(text=_content(reply), cut_off=cut)
         return Reply(text=str(reply))
 
-    def prompt(self, texts: Sequence[str], refs: RefMap, now: datetime) -> list[BaseMessage]:
-        """The messages sent to the model."""
+    def prompt(
+        self, texts: Sequence[str], refs: RefMap, now: datetime, before: Sequence[str] = ()
+    ) -> list[BaseMessage]:
+        """The messages sent to the model (`before`: what the user said just before, for pronouns)."""
         lang = lang_of(" ".join(texts))
         system = prompts.EXTRACT_SYSTEM.format(
             lang_name=_LANG_NAMES.get(lang, lang),
@@ -360,13 +362,21 @@ class LLMExtractor:
             schema=json.dumps(ExtractionResult.model_json_schema(), ensure_ascii=False),
         )
         said = "\n".join(f"- {t[:MAX_EXTRACT_CHARS]}" for t in texts)
+        earlier = "\n".join(f"- {t[:MAX_EXTRACT_CHARS]}" for t in before)
+        context = prompts.EXTRACT_BEFORE.format(before=earlier) if earlier else ""
         return [
             SystemMessage(content=system),
-            HumanMessage(content=prompts.EXTRACT_INPUT.format(memories=refs.render(), messages=said)),
+            HumanMessage(
+                content=prompts.EXTRACT_INPUT.format(memories=refs.render(), before=context, messages=said)
+            ),
         ]
 
     def extract(
-        self, texts: Sequence[str], existing: Sequence[MemoryRecord], now: datetime | None = None
+        self,
+        texts: Sequence[str],
+        existing: Sequence[MemoryRecord],
+        now: datetime | None = None,
+        before: Sequence[str] = (),
     ) -> list[Candidate]:
         """Ask the model what to remember from `texts`, given the memories it may change.
 
@@ -374,6 +384,7 @@ class LLMExtractor:
             texts: What the user said this turn.
             existing: Related current memories, shown numbered 1..n (at most `MAX_SHOWN`).
             now: Today, for relative dates.
+            before: What the user said just before in the thread (only shown, for pronouns).
 
         Returns:
             Validated candidates (updates and deletes carry the real id of their target).
@@ -384,7 +395,7 @@ class LLMExtractor:
         now = now or datetime.now(UTC)
         refs = RefMap(tuple(existing[:MAX_SHOWN]))
         lang = lang_of(" ".join(texts))
-        messages = self.prompt(texts, refs, now)
+        messages = self.prompt(texts, refs, now, before)
         error = ""
         reply_text = ""
         for attempt in range(2):

@@ -27,7 +27,8 @@ from mneme.memory.queue import PendingJob, PendingQueue
 from mneme.memory.record import MemoryChange, MemoryRecord, Source
 from mneme.memory.redact import RedactionPolicy
 from mneme.memory.repo import Repo
-from mneme.memory.usermodel.statements import forget_requests, read_message
+from mneme.memory.usermodel.refer import resolved
+from mneme.memory.usermodel.statements import forget_requests, outsider, read_message
 from mneme.memory.write import WriteContext, Writer
 from mneme.store.locks import exclusive
 
@@ -89,9 +90,26 @@ def rules(texts: list[str], now: datetime | None = None, before: Sequence[str] =
         before: The user's messages just before them (only read: whom a pronoun stands for).
     """
     out: list[Candidate] = []
-    for i, text in enumerate(texts):
-        out += read_message(text, now=now, before=[*before, *texts[:i]][-BEFORE:])
+    for text, earlier in zip(texts, said_before_each(texts, before), strict=True):
+        out += read_message(text, now=now, before=earlier)
     return out
+
+
+def said_before_each(texts: list[str], before: Sequence[str]) -> list[list[str]]:
+    """For each message, the user's `BEFORE` messages just before it (the job's, then its own)."""
+    return [[*before, *texts[:i]][-BEFORE:] for i in range(len(texts))]
+
+
+def with_referents(texts: list[str], before: Sequence[str] = ()) -> list[str]:
+    """The messages with each leading pronoun for a family member resolved (`refer.resolved`).
+
+    What the gate judges: "他上个月跳槽去腾讯了" after "我老公在阿里工作" is about the husband,
+    worth an extraction call; alone it is about no one the user keeps.
+    """
+    return [
+        resolved(t, earlier, outsider)
+        for t, earlier in zip(texts, said_before_each(texts, before), strict=True)
+    ]
 
 
 BEFORE = 2
@@ -239,13 +257,13 @@ class Pipeline:
         if llm is None:
             candidates = rules(texts, now, job.before)
         else:
-            send = any(gate(t).send for t in texts)
+            send = any(gate(t).send for t in with_referents(texts, job.before))
             STATS.count(turns=1, sent=int(send), saved=int(not send))
             if not send:
                 candidates = []
             else:
                 try:
-                    candidates = llm.extract(texts, self._related(job.user_id, texts), now)
+                    candidates = llm.extract(texts, self._related(job.user_id, texts), now, job.before)
                 except ExtractionFailed as exc:
                     STATS.count(queued=1)
                     self.queue.failed(job, exc.error)
