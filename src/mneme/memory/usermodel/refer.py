@@ -30,7 +30,8 @@ _SAME = {
     for word in group
 }
 
-_ZH_KIN = "|".join(sorted(KIN_ZH, key=len, reverse=True))
+_ZH_LONGEST_FIRST = sorted(KIN_ZH, key=len, reverse=True)
+_ZH_KIN = "|".join(_ZH_LONGEST_FIRST)
 _EN_KIN = "|".join(re.escape(k) for k in sorted(KIN_EN, key=len, reverse=True))
 _ZH_ORDER = "(?:[大小二三四五]|最小的|最大的)?"
 """大儿子, 小女儿, 二姐: which of them (kept with the word)."""
@@ -80,7 +81,7 @@ def named_in(sentence: str) -> Named | None:
 
 def _kin_word(said: str) -> str:
     """The kinship word of "小女儿" (女儿)."""
-    return next(word for word in sorted(KIN_ZH, key=len, reverse=True) if said.endswith(word))
+    return next(word for word in _ZH_LONGEST_FIRST if said.endswith(word))
 
 
 _ZH_LEADS = re.compile(rf"^(?:我(?:的|家)?|咱(?:家)?)?{_ZH_ORDER}({_ZH_KIN})(?!们)")
@@ -155,7 +156,9 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
     en = None if zh else _EN_PRONOUN.match(said)
     if zh is None and en is None:
         return None
-    word = (zh or en).group(1)  # type: ignore[union-attr]
+    lead = zh or en
+    assert lead is not None
+    word = lead.group(1)
     gender = _PRONOUN_GENDER[word.lower()]
     for before in list(earlier)[::-1][:LOOK_BACK]:
         if outsider(before):  # "我老公的同事老刘来家里吃饭": 他 is most likely 老刘
