@@ -54,8 +54,11 @@ _PRONOUN_GENDER: dict[str, Gender] = {
     "they": "pl",
     "their": "pl",
 }
-LOOK_BACK = 4
-"""How many sentences back a pronoun's person is looked for."""
+LOOK_BACK = 1
+"""How many sentences back a pronoun's person is looked for: the one just before. Further back,
+"我喜欢周杰伦。他的歌都很好听" after "我老公在阿里工作" made the singer's songs the husband's (a
+singer, a new CTO, an author: nothing tells them from no one). On the tuning half of
+benchmarks/data/pronoun_reads.json, 1 resolves 40 of the 42 family cases, 4 resolved 41."""
 
 
 @dataclass(frozen=True)
@@ -138,9 +141,9 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
 
     "他上个月跳槽去腾讯了" after "我老公在阿里工作" is "我老公上个月跳槽去腾讯了"; "Her school starts
     at 8" after "My daughter is in first grade" is "My daughter's school starts at 8". The person
-    is the last family member named in the sentences just before (`LOOK_BACK`) whose sex or
-    number fits the pronoun; a sentence about someone outside the family in between ("我同事…",
-    "My husband's coworker Rick came over") stops the search: the pronoun most likely means them.
+    is the last family member named in the sentence just before (`LOOK_BACK`), when their sex or
+    number fits the pronoun and that sentence is not about someone outside the family ("我同事…",
+    "My husband's coworker Rick came over": the pronoun most likely means them).
 
     Args:
         sentence: One sentence.
