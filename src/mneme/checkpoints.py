@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
-import hashlib
 import os
 import threading
 import time
@@ -17,6 +16,8 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+from mneme.store.locks import lock_key
 
 
 class CompactSqliteSaver(SqliteSaver):
@@ -118,9 +119,8 @@ def _make_shared(saver: BaseCheckpointSaver[Any]) -> SharedTurnLock | None:
 
 
 def _key(thread: str) -> int:
-    """A signed 64-bit number for a thread id (advisory lock key, byte offset)."""
-    digest = hashlib.sha256(f"mneme-turn:{thread}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    """The lock key of a thread's turns (`store.locks.lock_key`)."""
+    return lock_key(f"turn:{thread}")
 
 
 def _file_turn_lock(path: Path) -> SharedTurnLock:

@@ -27,7 +27,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Command, StateSnapshot
 
-from mneme.checkpoints import shared_turn_lock
+from mneme.checkpoints import SharedTurnLock, shared_turn_lock
 from mneme.context import Context, context_of
 from mneme.nodes import (
     build_context,
@@ -197,17 +197,21 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
             return None
         return (id(self.checkpointer), str(thread))
 
-    def _shared_hold(self, config: RunnableConfig | None) -> AbstractContextManager[None]:
-        """The thread's lock across the processes sharing the checkpointer (see `SharedTurnLock`)."""
+    def _shared(self, config: RunnableConfig | None) -> tuple[SharedTurnLock, str] | None:
+        """The thread's lock across the processes sharing the checkpointer, and the thread."""
         key = self._thread_key(config)
         shared = shared_turn_lock(cast(BaseCheckpointSaver[Any], self.checkpointer)) if key else None
-        return shared.hold(key[1]) if key and shared else nullcontext()
+        return (shared, key[1]) if key and shared else None
+
+    def _shared_hold(self, config: RunnableConfig | None) -> AbstractContextManager[None]:
+        """Hold `_shared` (nothing when there is none)."""
+        found = self._shared(config)
+        return found[0].hold(found[1]) if found else nullcontext()
 
     def _shared_ahold(self, config: RunnableConfig | None) -> AbstractAsyncContextManager[None]:
         """`_shared_hold` for a coroutine."""
-        key = self._thread_key(config)
-        shared = shared_turn_lock(cast(BaseCheckpointSaver[Any], self.checkpointer)) if key else None
-        return shared.ahold(key[1]) if key and shared else nullcontext()
+        found = self._shared(config)
+        return found[0].ahold(found[1]) if found else nullcontext()
 
     def _resumable(self, input: Any, config: RunnableConfig | None) -> bool:
         """Whether this call is new input on a thread of this graph's own checkpointer."""

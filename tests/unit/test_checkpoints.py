@@ -109,7 +109,7 @@ from mneme.checkpoints import CompactSqliteSaver, shared_turn_lock
 saver = CompactSqliteSaver(sqlite3.connect(sys.argv[1], check_same_thread=False))
 with shared_turn_lock(saver).hold("t1"):
     Path(sys.argv[2]).touch()
-    time.sleep(1.0)
+    time.sleep(2.0)
 """
 
 

@@ -31,6 +31,12 @@ _locks: dict[tuple[int, str], threading.Lock] = {}
 _guard = threading.Lock()
 
 
+def lock_key(name: str) -> int:
+    """The signed 64-bit key of the lock named `name` (a Postgres advisory lock, a byte offset)."""
+    digest = hashlib.sha256(f"mneme:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 def _base(store: BaseStore) -> BaseStore:
     """The store under LangGraph's wrappers (as `mirror.base_store`)."""
     for _ in range(4):
@@ -92,4 +98,4 @@ def exclusive(store: BaseStore, name: str) -> Iterator[None]:
         yield
 
 
-__all__ = ["exclusive", "lock_dir"]
+__all__ = ["exclusive", "lock_dir", "lock_key"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import threading
@@ -18,14 +17,9 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
 from mneme.errors import ConfigError, InputError
+from mneme.store.locks import lock_key
 
 _OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"}
-
-
-def lock_key(name: str) -> int:
-    """The signed 64-bit key of a Postgres advisory lock named `name`."""
-    digest = hashlib.sha256(f"mneme:{name}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def _json(value: Any) -> str:

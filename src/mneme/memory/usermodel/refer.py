@@ -54,11 +54,6 @@ _PRONOUN_GENDER: dict[str, Gender] = {
     "they": "pl",
     "their": "pl",
 }
-LOOK_BACK = 1
-"""How many sentences back a pronoun's person is looked for: the one just before. Further back,
-"我喜欢周杰伦。他的歌都很好听" after "我老公在阿里工作" made the singer's songs the husband's (a
-singer, a new CTO, an author: nothing tells them from no one). On the tuning half of
-benchmarks/data/pronoun_reads.json, 1 resolves 40 of the 42 family cases, 4 resolved 41."""
 
 
 @dataclass(frozen=True)
@@ -141,9 +136,13 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
 
     "他上个月跳槽去腾讯了" after "我老公在阿里工作" is "我老公上个月跳槽去腾讯了"; "Her school starts
     at 8" after "My daughter is in first grade" is "My daughter's school starts at 8". The person
-    is the last family member named in the sentence just before (`LOOK_BACK`), when their sex or
-    number fits the pronoun and that sentence is not about someone outside the family ("我同事…",
-    "My husband's coworker Rick came over": the pronoun most likely means them).
+    is the last family member named in the sentence just before, when their sex or number fits
+    the pronoun and that sentence is not about someone outside the family ("我同事…", "My
+    husband's coworker Rick came over": the pronoun most likely means them). Only that sentence:
+    looking further back, "我喜欢周杰伦。他的歌都很好听" after "我老公在阿里工作" made the singer's
+    songs the husband's (nothing tells a singer or a new colleague from no one); on the tuning
+    half of benchmarks/data/pronoun_reads.json the sentence just before resolves 40 of the 42
+    family cases, four sentences back 41.
 
     Args:
         sentence: One sentence.
@@ -163,26 +162,19 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
     assert lead is not None
     word = lead.group(1)
     gender = _PRONOUN_GENDER[word.lower()]
-    for before in list(earlier)[::-1][:LOOK_BACK]:
-        if outsider(before):  # "我老公的同事老刘来家里吃饭": 他 is most likely 老刘
-            return None
-        person = named_in(before)
-        if person is None:
-            continue
-        if not _agrees(gender, person.gender):
-            return None
-        if zh is not None:
-            rest = said[zh.end(1) :]
-            return person.phrase + rest
-        assert en is not None
-        rest = said[en.end(1) :]
-        if rest.startswith("'re"):
-            rest = " are" + rest[3:]
-        phrase = person.phrase[0].upper() + person.phrase[1:]
-        if word.lower() in ("his", "her", "their"):
-            phrase += "'" if phrase.endswith("s") else "'s"
-        return phrase + rest
-    return None
+    person = named_in(earlier[-1]) if earlier else None
+    # (the `whose` head is read only once a family member is named: "我老公的同事老刘来家里吃饭")
+    if person is None or not _agrees(gender, person.gender) or outsider(earlier[-1]):
+        return None
+    if zh is not None:
+        return person.phrase + said[zh.end(1) :]
+    rest = said[lead.end(1) :]
+    if rest.startswith("'re"):
+        rest = " are" + rest[3:]
+    phrase = person.phrase[0].upper() + person.phrase[1:]
+    if word.lower() in ("his", "her", "their"):
+        phrase += "'" if phrase.endswith("s") else "'s"
+    return phrase + rest
 
 
 def resolved(text: str, before: Sequence[str], outsider: Callable[[str], bool]) -> str:

@@ -262,7 +262,10 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
     if cand.subject is not None or cand.kind == "episodic" or reading is None:
         return cand  # an order, an event: not part of the user model
     sensitivity = _sensitivity(reading.aspects or (reading.aspect,))
-    others = family_subject(reading.text)  # "我小女儿每天中午都得睡午觉": the daughter's routine
+    # "我小女儿每天中午都得睡午觉" is the daughter's routine. Only the grammatical subject decides
+    # here, not the `whose` head (`theirs`): a rule matched the speaker's own pattern, and the head
+    # reads "The user likes window seats" (a memory given as is) as someone else's.
+    others = family_subject(reading.text)
     reading = _as_theirs(reading) if others else reading
     aspect = tax.aspects[reading.aspect]
     return replace(
