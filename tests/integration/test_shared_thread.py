@@ -96,3 +96,35 @@ def test_two_processes_on_one_postgres_keep_both_turns_of_a_thread(postgres_url:
     _two_turns_at_once("postgres", postgres_url, tmp_path)
     graph = build_graph(model="offline", embeddings=HashEmbeddings(), postgres=postgres_url)
     _assert_both_turns_kept(graph.get_state(CONFIG).values["messages"])
+
+
+def test_a_postgres_saver_on_one_connection_locks_on_its_own_session(postgres_url: str) -> None:
+    import threading
+
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from mneme.checkpoints import shared_turn_lock
+
+    with (
+        psycopg.connect(postgres_url, autocommit=True) as one,
+        psycopg.connect(postgres_url, autocommit=True) as two,
+    ):
+        first, second = shared_turn_lock(PostgresSaver(one)), shared_turn_lock(PostgresSaver(two))
+        assert first is not None and second is not None
+        waited: list[float] = []
+
+        def other_process() -> None:
+            start = time.monotonic()
+            with second.hold("t"):
+                waited.append(time.monotonic() - start)
+
+        with first.hold("t"):
+            worker = threading.Thread(target=other_process)
+            worker.start()
+            time.sleep(0.5)
+            assert not waited  # the other session waits for this one's turn
+        worker.join(timeout=30)
+        assert waited and waited[0] >= 0.4
+        with second.hold("u"), first.hold("v"):  # other threads: no wait
+            pass
