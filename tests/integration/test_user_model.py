@@ -389,3 +389,33 @@ def test_what_a_pronoun_says_next_about_a_family_member_is_kept_and_changes_thei
         shown = injected(say(graph, question, user))  # a new session
         assert any(new in t for t in shown), shown
         assert not any(old in t for t in shown), shown
+
+
+def test_what_a_pronoun_says_next_about_a_pet_is_the_pets_and_reaches_a_request_about_it(home: Path) -> None:
+    graph = build_graph(home=home)
+    for user, turns, question, fact in [
+        (
+            "zh",
+            ["我家狗叫旺财", "它对鸡肉过敏，吃了就拉肚子"],
+            "帮我挑一款旺财能吃的狗粮",
+            "鸡肉",
+        ),
+        (
+            "en",
+            ["We adopted a cat last month", "It's allergic to fish"],
+            "What food should I buy for the cat?",
+            "fish",
+        ),
+    ]:
+        for text in turns:  # one conversation
+            graph.invoke(
+                {"messages": [{"role": "user", "content": text}]},
+                {"configurable": {"thread_id": f"{user}-talk"}},
+                context={"user_id": user},
+            )
+        shown = injected(say(graph, question, user))  # a new session
+        assert any(fact in t for t in shown), shown
+        with Memory.open(home=home) as memory:
+            kept = [r for r in memory.get_all(user_id=user) if fact in r.text]
+        # the pet's allergy, never the speaker's ("它对鸡肉过敏" kept as is reads as "I am allergic")
+        assert kept and all(r.aspect == "pet" for r in kept), [(r.aspect, r.text) for r in kept]

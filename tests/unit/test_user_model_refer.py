@@ -1,9 +1,10 @@
-"""Whom a pronoun at the head of a sentence stands for: the family member the speaker just named."""
+"""Whom a pronoun at the head of a sentence stands for: the family member or pet the speaker just named."""
 
 from __future__ import annotations
 
 import pytest
 
+from mneme.memory.extract import clauses
 from mneme.memory.usermodel.refer import resolved
 from mneme.memory.usermodel.statements import outsider, read_message
 
@@ -22,6 +23,11 @@ from mneme.memory.usermodel.statements import outsider, read_message
         ("Her school starts at 8", ["My daughter is in first grade"], "My daughter's school starts at 8"),
         ("They're retiring next year", ["My parents live in Ohio"], "My parents are retiring next year"),
         ("老公在阿里干了五年。他上个月跳槽了", [], "老公在阿里干了五年。我老公上个月跳槽了"),  # one message
+        ("He's vegan", ["My boyfriend is meeting my parents this weekend."], "My boyfriend's vegan"),
+        ("她最近在减肥", ["我老公和我妈吵架了"], "我妈最近在减肥"),
+        ("他也想去", ["我妈和我老公都爱爬山"], "我老公也想去"),  # the last one who fits
+        ("她教小学语文", ["我老婆是老师"], "我老婆教小学语文"),  # what she is, no one else
+        ("She teaches math", ["My wife's a teacher"], "My wife teaches math"),
     ],
 )
 def test_a_pronoun_after_a_family_member_stands_for_them(text: str, before: list[str], expected: str) -> None:
@@ -39,10 +45,62 @@ def test_a_pronoun_after_a_family_member_stands_for_them(text: str, before: list
         ("他的歌都很好听", ["我老公在阿里工作", "我喜欢周杰伦"]),  # a singer, not the husband
         ("他以前在字节", ["我老公在阿里工作", "我们公司新来了个CTO"]),
         ("She is amazing live", ["My sister is a nurse.", "I love Taylor Swift."]),
+        ("他对猫毛过敏", ["我儿子班上有个同学叫乐乐。"]),  # the classmate, named after the son
+        ("She's a vegetarian", ["My mom brought her friend Linda to dinner"]),
+        ("它昨天还咬了人", ["我邻居家的狗特别凶"]),  # not the speaker's dog
+        ("It bit the mailman", ["My coworker's dog is huge"]),
+        ("它很好用", ["我老公给我买了个新手机"]),  # 它 is never a person
     ],
 )
 def test_a_pronoun_whose_person_is_not_clear_is_left_as_it_is(text: str, before: list[str]) -> None:
     assert resolved(text, before, outsider) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "before", "expected"),
+    [
+        ("它对鸡肉过敏，吃了就拉肚子", ["我家狗叫旺财"], "我家狗（旺财）对鸡肉过敏，吃了就拉肚子"),
+        ("它的腿做过手术", ["我养了一只猫，叫咪咪"], "我家猫（咪咪）的腿做过手术"),
+        ("It's allergic to fish", ["We adopted a cat last month"], "My cat's allergic to fish"),
+        ("He gets carsick on long drives", ["My dog Max is 6"], "My dog Max gets carsick on long drives"),
+        (
+            "Its fur sheds everywhere",
+            ["our old golden retriever turned 12"],
+            "My retriever's fur sheds everywhere",
+        ),
+    ],
+)
+def test_a_pronoun_after_a_pet_stands_for_the_pet(text: str, before: list[str], expected: str) -> None:
+    assert resolved(text, before, outsider) == expected
+
+
+def test_a_pets_name_is_read_back_from_what_is_kept_about_it() -> None:
+    from mneme.memory.usermodel.refer import about_pets, pet_names
+
+    kept = resolved("它一看到自行车就追", ["狗子叫旺财，金毛，5岁了"], outsider)
+    assert kept == "我家狗子（旺财）一看到自行车就追"
+    assert pet_names(kept) == {"旺财"} and pet_names("our cat Ginger has always been an indoor cat") == {
+        "Ginger"
+    }
+    assert about_pets("想带旺财去公园散步，有啥建议", pet_names(kept))
+    assert about_pets("帮我挑款狗粮") and about_pets("any tips for the dog?")
+    assert (
+        not about_pets("想吃个热狗") and not about_pets("I want a hot dog") and not about_pets("周末去看熊猫")
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "before"),
+    [
+        ("它对鸡肉过敏，吃了就拉肚子", ["我家狗叫旺财"]),
+        ("It's allergic to fish", ["We adopted a cat last month"]),
+        ("我家猫咪对鱼过敏", []),
+        ("My dog is allergic to chicken", []),
+    ],
+)
+def test_a_pets_allergy_is_the_pets_never_the_speakers(text: str, before: list[str]) -> None:
+    kept = read_message(text, before=before)
+    assert kept and all(c.aspect == "pet" for c in kept), kept
 
 
 def test_what_a_pronoun_goes_on_to_say_about_a_family_member_is_kept_as_theirs() -> None:
@@ -76,3 +134,16 @@ def test_two_facts_about_the_same_family_member_may_replace_each_other_and_two_m
     assert not same_person("My wife works at Microsoft", "My brother moved to Sydney last month", 0.9)
     assert same_person("Lives in Perth", "moved to Sydney last month", 0.6)  # no one named: by relevance
     assert not same_person("Lives in Perth", "moved to Sydney last month", 0.3)
+
+
+def test_a_title_or_abbreviation_ends_no_sentence_so_the_pronoun_after_it_still_resolves() -> None:
+    assert clauses("My sister has been a nurse at St. Mary's for years") == [
+        "My sister has been a nurse at St. Mary's for years"
+    ]
+    assert clauses("I saw Dr. Lee today. He said rest.") == ["I saw Dr. Lee today.", "He said rest."]
+    said = resolved(
+        "She left healthcare and is working in real estate now",
+        ["My sister has been a nurse at St. Mary's for years"],
+        outsider,
+    )
+    assert said == "My sister left healthcare and is working in real estate now"

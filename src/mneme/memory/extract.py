@@ -92,7 +92,10 @@ COURIERS: dict[str, tuple[str, str]] = {
 """Courier names as users say them, mapped to (structured value, display name)."""
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_CLAUSE_SPLIT = re.compile(r"(?<=[。！？!?；;\n])|(?<=[.])\s+")
+_CLAUSE_SPLIT = re.compile(
+    r"(?<=[。！？!?；;\n])|(?<!\b(?:St|Dr|Mr|Ms|Mt|Jr|Sr|vs)\.)(?<!\bMrs\.)(?<!\bProf\.)(?<=[.])\s+"
+)
+"""Sentence ends; a full stop after a title or an abbreviation is none ("a nurse at St. Mary's")."""
 _ZH_PREFIX = re.compile(
     r"^(?:你好|您好|嗨|哈喽|嗯+|哦+|对了|另外|还有|然后|麻烦你?|请|(?:hi|hello|hey|oh|well|so|yeah|wow|haha)\b)[，,！!\s]*",
     re.I,

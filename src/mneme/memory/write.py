@@ -49,9 +49,9 @@ from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 from mneme.memory.terms import terms
 from mneme.memory.usermodel.heads import item_domains, supersedes
-from mneme.memory.usermodel.refer import kin_in
+from mneme.memory.usermodel.refer import kin_in, pet_names
 from mneme.memory.usermodel.statements import tag_aspect
-from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT, taxonomy
 from mneme.store.locks import exclusive
 
 OUTDATED = "outdated"
@@ -102,14 +102,18 @@ Chosen on the tuning half of benchmarks/data/whose_facts.json."""
 
 
 def same_person(old: str, new: str, relevance: float) -> bool:
-    """Whether two facts about people in the user's life can be about the same person.
+    """Whether two facts about people (or pets) in the user's life can be about the same one.
 
     Both name a family member: the same one ("我老公以前每天要喝三杯咖啡", "我老公现在彻底戒了");
+    both name a pet: by the same name ("我家狗豆包一直吃皇家", "我家狗豆包最近换成渴望了");
     otherwise alike enough (`OTHERS_RELEVANCE`: "my brother lives in Perth", "he moved to Sydney").
     """
     named, again = kin_in(old), kin_in(new)
     if named and again:
         return bool(named & again)
+    pets, again_pets = {n.lower() for n in pet_names(old)}, {n.lower() for n in pet_names(new)}
+    if pets and again_pets:
+        return bool(pets & again_pets)
     return relevance >= OTHERS_RELEVANCE
 
 
@@ -730,8 +734,10 @@ class Writer:
         asserted = cand.action == "correct" or (cand.revises and cand.change == 0.0)
         change = 1.0 if asserted else cand.change
         tax = taxonomy()
-        if change < CHANGE_FAR and cand.others:
+        if change < CHANGE_FAR and cand.others and cand.aspect != PET_ASPECT:
             return None  # a wife's job and a brother's home stand side by side: they are two people
+        # (a pet's new home replaces its old one when both name it: "my rabbit Thumper lives in the
+        # laundry room now", `same_person`)
         if change < CHANGE_FAR:  # not read as a change: only its own aspect, read on the pair
             if not on_pair:
                 return None

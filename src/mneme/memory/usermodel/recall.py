@@ -9,8 +9,8 @@ from langgraph.store.base import BaseStore
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, touched
-from mneme.memory.usermodel.refer import kin_in
-from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT
+from mneme.memory.usermodel.refer import about_pets, kin_in, pet_names
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT
 
 TOUCH_MIN = 0.25
 """An aspect a request touches less than this (0..1, see `heads.touched`) brings nothing in."""
@@ -123,6 +123,7 @@ def user_model_hits(
     aspects = sorted(
         {a for a, w in touch.aspects.items() if w >= TOUCH_MIN}
         | ({OTHERS_ASPECT} if touch.kin else set())  # what was said of them, whatever the domain
+        | {PET_ASPECT}  # a request may name a pet by its name only ("does Ginger need…")
     )
     pool = {h.id: h for h in relevant or [] if h.aspects}
     hits = (
@@ -154,10 +155,18 @@ def user_model_hits(
     ]
     # where the person lives, for a request that depends on it, where there is room
     kept += [p for p in scored if placed(p[1], touch) and p not in kept][: max(0, limit - len(kept))]
-    # what is kept about the people the request involves, the most relevant first, where there is room
+    # what is kept about the people and pets the request involves, the most relevant first, where there is room
     own = max((h.score for _, h in scored if h.aspect != OTHERS_ASPECT), default=0.0)
+    pets = [p for p in scored if p[1].aspect == PET_ASPECT]
+    named = {name for _, hit in pets for name in pet_names(hit.text)}  # "我家猫叫团子": 团子
     theirs = sorted(
-        (p for p in scored if about_them(p[1], own, touch.kin) and p not in kept), key=lambda p: -p[1].score
+        (
+            p
+            for p in scored
+            if (about_them(p[1], own, touch.kin) or (p in pets and about_pets(request, named)))
+            and p not in kept
+        ),
+        key=lambda p: -p[1].score,
     )
     kept += theirs[: max(0, limit - len(kept))]
     kept.sort(key=lambda p: (not p[1].constraint, -p[0]))  # hard constraints first

@@ -1,4 +1,4 @@
-"""Who a pronoun at the head of a sentence stands for: the family member the speaker just named."""
+"""Who a pronoun at the head of a sentence stands for: the family member or pet the speaker just named."""
 
 from __future__ import annotations
 
@@ -11,28 +11,34 @@ from typing import Literal, cast
 from mneme.classifier import data_path
 from mneme.memory.extract import clauses
 
-Gender = Literal["m", "f", "?", "pl"]
+Gender = Literal["m", "f", "?", "pl", "pet", "it"]
+"""A person's sex or number ("?": either), a pet, or what 它 / it can stand for."""
 
 KIN_FILE = "kin.json"
-"""Kinship words by sex or number, zh and en (a closed class, like the pronouns)."""
+"""Kinship words by sex or number, pets and people outside the family, zh and en (closed classes,
+like the pronouns)."""
+
+_DATA = json.loads(data_path(KIN_FILE).read_text(encoding="utf-8"))
 
 
 def _kin(lang: str) -> dict[str, Gender]:
-    data = json.loads(data_path(KIN_FILE).read_text(encoding="utf-8"))[lang]
-    return {word: cast(Gender, gender) for gender, words in data.items() for word in words}
+    return {word: cast(Gender, gender) for gender, words in _DATA[lang].items() for word in words}
 
 
 KIN_ZH = _kin("zh")
 KIN_EN = _kin("en")
-_SAME = {
-    word: group[0]
-    for group in json.loads(data_path(KIN_FILE).read_text(encoding="utf-8"))["same"]
-    for word in group
-}
+_SAME = {word: group[0] for group in _DATA["same"] for word in group}
+PETS_ZH: list[str] = sorted(_DATA["pets"]["zh"], key=len, reverse=True)
+PETS_EN: list[str] = sorted(_DATA["pets"]["en"], key=len, reverse=True)
+OUTSIDERS_ZH = "|".join(_DATA["outsiders"]["zh"])
+OUTSIDERS_EN = "|".join(re.escape(w) for w in _DATA["outsiders"]["en"])
+"""People outside the family (同事, classmate...), as regular-expression alternations."""
 
 _ZH_LONGEST_FIRST = sorted(KIN_ZH, key=len, reverse=True)
 _ZH_KIN = "|".join(_ZH_LONGEST_FIRST)
 _EN_KIN = "|".join(re.escape(k) for k in sorted(KIN_EN, key=len, reverse=True))
+_ZH_PET = "|".join(PETS_ZH)
+_EN_PET = "|".join(re.escape(p) for p in PETS_EN)
 _ZH_ORDER = "(?:[大小二三四五]|最小的|最大的)?"
 """大儿子, 小女儿, 二姐: which of them (kept with the word)."""
 _EN_ORDER = r"(?:(?:youngest|oldest|eldest|younger|older|elder|little|big|baby|twin|step|late)\s+)?"
@@ -40,41 +46,117 @@ _ZH_NAMED = re.compile(
     rf"(?:^|我(?:的|家)?|咱(?:家)?|(?:我|咱)(?:家)?有(?:一)?个)({_ZH_ORDER}(?:{_ZH_KIN}))(?!们)"
 )
 _EN_NAMED = re.compile(rf"\b(?:my|our)\s+({_EN_ORDER}(?:{_EN_KIN}))\b", re.I)
-_ZH_PRONOUN = re.compile(r"^(他们|她们|他|她)(的)?")
-_EN_PRONOUN = re.compile(r"^(he|she|they|his|her|their)(?:(?='s\b|'re\b|'ll\b|'d\b|'ve\b)|\b)", re.I)
+_ZH_PET_NAMED = re.compile(
+    rf"(?:^|(?:我|咱)(?:们)?(?:家的?|的|养的|(?:家)?(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接)了|(?:家)?有))"
+    rf"(?:一|两|几)?(?:那|这)?(?:只|条|个|头)?"
+    rf"(?:宠物)?({_ZH_PET})(?![粮窝砂笼绳])"
+)
+"""The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, or a pet word opening the sentence ("狗子叫旺财")."""
+_EN_PET_NAMED = re.compile(
+    rf"(?:\b(?:my|our)|(?:^|\bI\s+|\bwe\s+|\bI've\s+|\bwe've\s+)(?:just\s+|recently\s+|finally\s+)?"
+    rf"(?:adopted|got|have|rescued|bought|brought\s+home|took\s+in)\s+(?:a|an|two|three))"
+    rf"\s+(?:[\w-]+\s+){{0,2}}?({_EN_PET})\b",
+    re.I,
+)
+_OUTSIDER = re.compile(rf"(?:{OUTSIDERS_ZH})|\b(?:{OUTSIDERS_EN})s?\b", re.I)
+_ZH_PRONOUN = re.compile(r"^(他们|她们|它们|他|她|它)(的)?")
+_EN_PRONOUN = re.compile(
+    r"^(he|she|they|his|her|their|it|its|hes|shes)(?:(?='s\b|'re\b|'ll\b|'d\b|'ve\b)|\b)", re.I
+)
 _PRONOUN_GENDER: dict[str, Gender] = {
     "他": "m",
     "她": "f",
     "他们": "pl",
     "她们": "pl",
+    "它": "it",
+    "它们": "it",
     "he": "m",
     "his": "m",
     "she": "f",
     "her": "f",
     "they": "pl",
     "their": "pl",
+    "it": "it",
+    "its": "it",
+    "hes": "m",  # "shes weird": she's, as typed in a hurry
+    "shes": "f",
 }
 
 
 @dataclass(frozen=True)
 class Named:
-    """A family member named in a sentence: how the speaker named them, and their sex or number."""
+    """A family member or pet named in a sentence: how the speaker named them, and their sex or number."""
 
     phrase: str
     gender: Gender
+    name: str = ""
+    """A pet's name ("旺财", "Max"), when the speaker gave it."""
 
 
-def named_in(sentence: str) -> Named | None:
-    """The family member a sentence names last ("我老公在阿里工作" → 我老公; "my sister is…" → my sister)."""
-    found = [*_ZH_NAMED.finditer(sentence), *_EN_NAMED.finditer(sentence)]
-    if not found:
-        return None
-    last = max(found, key=lambda m: m.start(1))
-    said = last.group(1)
-    if said.isascii():
-        said = said.lower()
-        return Named(f"my {said}", KIN_EN[said.split()[-1]])
-    return Named(f"我{said}", KIN_ZH[_kin_word(said)])
+_ZH_PET_NAME = re.compile(
+    r"（([^）]{1,8})）"  # as `resolve` writes it: 我家狗子（旺财）
+    r"|[，,]?\s*(?:的)?(?:名字|小名|大名|主子|宝宝)?叫([\u4e00-\u9fff]{1,4}?|[A-Za-z]+)(?=[，。！!,.\s~～]|$)"
+    r"|([\u4e00-\u9fff]{1,3}?|[A-Za-z]+)(?=以前|之前|原来|现在|一直|今年|最近|平时|每天)"
+)
+_EN_PET_NAME = re.compile(
+    r",?\s*(?:(?:named|called|(?:'s|’s)\s+name\s+is|is\s+(?:named|called))\s+([A-Za-z]+)|([A-Z][a-z]+)\b)"
+)
+_OTHERS_PET = re.compile(
+    rf"(?:{_ZH_KIN}|{OUTSIDERS_ZH})(?:家的?|的|养的|(?:也)?养了|有)(?:一|两|几)?(?:只|条|个)?({_ZH_PET})"
+    rf"|\b(?:{_EN_KIN}|{OUTSIDERS_EN})(?:(?:'s|’s|s')\s+(?:[\w-]+\s+){{0,2}}?|s?\s+(?:has|have|got|adopted)\s+"
+    rf"(?:a|an|two|three)\s+(?:[\w-]+\s+)?)({_EN_PET})\b",
+    re.I,
+)
+"""Someone else's animal: 我表姐家的布偶猫, my sister's dog, my neighbour has a cat."""
+
+
+_ROLE = re.compile(
+    r"(?:是|当|做|成了|成为)(?:一名|一个|个|名)?$"
+    r"|\b(?:is|'s|was|am|are|be|been|as|became|become)\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+)?$",
+    re.I,
+)
+
+
+def _pet_name(sentence: str, end: int, zh: bool) -> str:
+    """The pet's name said right after the word for it ("我家狗叫旺财", "my cat Simba"), if any."""
+    m = (_ZH_PET_NAME if zh else _EN_PET_NAME).match(sentence, end)
+    return next((g for g in m.groups() if g), "") if m else ""
+
+
+def named(sentence: str) -> list[tuple[int, Named | None]]:
+    """Who a sentence names, in order: the speaker's family and pets, and (as None) others.
+
+    People outside the family and others' animals are None: "我儿子班上有个同学叫乐乐" names 我儿子,
+    then a classmate; "我表姐家的布偶猫" the cousin, then her cat.
+    """
+    found: list[tuple[range, Named | None]] = []
+    for m in [*_ZH_NAMED.finditer(sentence), *_EN_NAMED.finditer(sentence)]:
+        said = m.group(1)
+        if said.isascii():
+            said = said.lower()
+            person = Named(f"my {said}", KIN_EN[said.split()[-1]])
+        else:
+            person = Named(f"我{said}", KIN_ZH[_kin_word(said)])
+        found.append((range(m.start(1), m.end(1)), person))
+    for m in _ZH_PET_NAMED.finditer(sentence):
+        name = _pet_name(sentence, m.end(1), zh=True)
+        said = f"我家{m.group(1)}（{name}）" if name else f"我家{m.group(1)}"
+        found.append((range(m.start(1), m.end(1)), Named(said, "pet", name)))
+    for m in _EN_PET_NAMED.finditer(sentence):
+        name = _pet_name(sentence, m.end(1), zh=False)
+        said = f"my {m.group(1).lower()} {name}".strip()
+        found.append((range(m.start(1), m.end(1)), Named(said, "pet", name)))
+    others = [range(m.start(), m.end()) for m in _OUTSIDER.finditer(sentence)]
+    # the animal, not its owner (a group for each language)
+    others += [
+        range(m.start(m.lastindex or 0), m.end(m.lastindex or 0)) for m in _OTHERS_PET.finditer(sentence)
+    ]
+    for span in others:
+        if _ROLE.search(sentence[: span.start]):
+            continue  # "我老婆是老师", "My wife's a teacher": what she is, no one else
+        if not any(span.start in taken or span[-1] in taken for taken, _ in found):
+            found.append((span, None))
+    return [(span.start, who) for span, who in sorted(found, key=lambda f: f[0].start)]
 
 
 def _kin_word(said: str) -> str:
@@ -115,6 +197,49 @@ def kin_in(text: str) -> set[str]:
     return {_SAME.get(w, w) for w in words}
 
 
+_ZH_PET_LEADS = re.compile(
+    rf"^(?:我|咱)(?:们)?(?:家的?|的|养的)?(?:那|这)?(?:只|条|个)?(?:宠物)?(?:{_ZH_PET})(?!们)(?![和跟]我)"
+)
+_EN_PET_LEADS = re.compile(
+    rf"^(?:my|our)\s+(?:[\w-]+\s+){{0,2}}?(?:{_EN_PET})\b(?!\s+and\s+I\b)(?!\s*(?:'s?|’s?)\s+(?:vet|owner|sitter|walker|trainer|groomer)\b)",
+    re.I,
+)
+
+
+def pet_subject(sentence: str) -> bool:
+    """Whether a sentence's subject is the speaker's pet ("我家狗对鸡肉过敏", "My cat's allergic to fish").
+
+    A fact about the pet, none about the speaker ("My dog and I…" is the speaker's too).
+    """
+    said = sentence.strip()
+    return bool(_ZH_PET_LEADS.match(said) or _EN_PET_LEADS.match(said))
+
+
+_ZH_PET_MENTION = re.compile(
+    rf"(?:{'|'.join(w for w in PETS_ZH if len(w) > 1)})"
+    rf"|(?<=[只条家的我带遛给养])(?:{_ZH_PET})|(?:{_ZH_PET})(?=[粮窝砂笼绳])"
+)
+_EN_PET_MENTION = re.compile(rf"(?<!\bhot\s)\b(?:{_EN_PET})s?\b", re.I)
+
+
+def pet_names(text: str) -> set[str]:
+    """The names of the speaker's pets a text gives ("我家狗旺财…", "My cat Ginger…")."""
+    return {n.name for _, n in named(text) if n is not None and n.name}
+
+
+def about_pets(request: str, names: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Whether a request is about the speaker's pets.
+
+    It names an animal people keep ("帮我挑款狗粮", "any tips for the dog?") or one of their pets'
+    names, as what is kept about them gives them (`pet_names`: "does Ginger need any extra
+    vaccines?" after "our cat Ginger has always been an indoor cat").
+    """
+    if _ZH_PET_MENTION.search(request) or _EN_PET_MENTION.search(request):
+        return True
+    said = request.lower()
+    return any(name and name.lower() in said for name in names)
+
+
 def kin_subject(sentence: str) -> bool:
     """Whether a sentence's subject is a family member it names, not someone of theirs.
 
@@ -126,19 +251,41 @@ def kin_subject(sentence: str) -> bool:
 
 
 def _agrees(pronoun: Gender, person: Gender) -> bool:
+    if pronoun == "it" or person == "pet":
+        return person == "pet"  # a pet may be 他 / she too, but only when no person fits
     if pronoun == "pl" or person == "pl":
         return pronoun == person
     return person == "?" or pronoun == person
 
 
+def _referent(pronoun: Gender, sentence: str) -> Named | None:
+    """Whom a pronoun at the head of the next sentence stands for, among those a sentence names.
+
+    The last one it agrees with ("My boyfriend is meeting my parents. He's vegan": the boyfriend),
+    a family member before a pet for 他 / she; nobody when someone outside the family is named
+    after them ("我儿子班上有个同学叫乐乐。他…": the classmate).
+    """
+    people = named(sentence)
+    for pet in (False, True):
+        if pet and pronoun != "it" and any(n is not None and n.gender != "pet" for _, n in people):
+            return None  # "我儿子特别喜欢我们家的狗。他…": the son or nobody
+        for _, person in reversed(people):
+            if person is None:
+                return None
+            if (person.gender == "pet") == pet and _agrees(pronoun, person.gender):
+                return person
+    return None
+
+
 def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], bool]) -> str | None:
-    """The sentence with its leading pronoun replaced by the family member it stands for.
+    """The sentence with its leading pronoun replaced by the family member or pet it stands for.
 
     "他上个月跳槽去腾讯了" after "我老公在阿里工作" is "我老公上个月跳槽去腾讯了"; "Her school starts
-    at 8" after "My daughter is in first grade" is "My daughter's school starts at 8". The person
-    is the last family member named in the sentence just before, when their sex or number fits
-    the pronoun and that sentence is not about someone outside the family ("我同事…", "My
-    husband's coworker Rick came over": the pronoun most likely means them). Only that sentence:
+    at 8" after "My daughter is in first grade" is "My daughter's school starts at 8"; "它对鸡肉过敏"
+    after "我家狗叫旺财" is "我家狗旺财对鸡肉过敏". The person is the last one named in the sentence
+    just before whose sex or number fits the pronoun (`_referent`), when that sentence is not
+    about someone outside the family ("我同事…", "My husband's coworker Rick came over": the
+    pronoun most likely means them). Only that sentence:
     looking further back, "我喜欢周杰伦。他的歌都很好听" after "我老公在阿里工作" made the singer's
     songs the husband's (nothing tells a singer or a new colleague from no one); on the tuning
     half of benchmarks/data/pronoun_reads.json the sentence just before resolves 40 of the 42
@@ -162,23 +309,26 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
     assert lead is not None
     word = lead.group(1)
     gender = _PRONOUN_GENDER[word.lower()]
-    person = named_in(earlier[-1]) if earlier else None
-    # (the `whose` head is read only once a family member is named: "我老公的同事老刘来家里吃饭")
-    if person is None or not _agrees(gender, person.gender) or outsider(earlier[-1]):
+    person = _referent(gender, earlier[-1]) if earlier else None
+    # (the `whose` head is read only once a family member is named: "我老公的同事老刘来家里吃饭";
+    # it reads a sentence about a pet as someone else's, which it is)
+    if person is None or (person.gender != "pet" and outsider(earlier[-1])):
         return None
     if zh is not None:
         return person.phrase + said[zh.end(1) :]
     rest = said[lead.end(1) :]
     if rest.startswith("'re"):
         rest = " are" + rest[3:]
+    if word.lower() in ("hes", "shes"):
+        rest = " is" + rest
     phrase = person.phrase[0].upper() + person.phrase[1:]
-    if word.lower() in ("his", "her", "their"):
+    if word.lower() in ("his", "her", "their", "its"):
         phrase += "'" if phrase.endswith("s") else "'s"
     return phrase + rest
 
 
 def resolved(text: str, before: Sequence[str], outsider: Callable[[str], bool]) -> str:
-    """A message with each sentence that starts with a pronoun for a family member resolved.
+    """A message with each sentence that starts with a pronoun for a family member or pet resolved.
 
     Args:
         text: The message.

@@ -20,8 +20,15 @@ from mneme.memory.extract import (
 )
 from mneme.memory.gist import filler_only_difference
 from mneme.memory.usermodel.heads import Reading, outsider_of, read_statements
-from mneme.memory.usermodel.refer import kin_subject, leads_with_kin, resolved
-from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
+from mneme.memory.usermodel.refer import (
+    OUTSIDERS_EN,
+    OUTSIDERS_ZH,
+    kin_subject,
+    leads_with_kin,
+    pet_subject,
+    resolved,
+)
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT, taxonomy
 
 MEMORABLE = 0.45
 """A clause no rule read is kept when the `memorable` head gives it at least this probability
@@ -94,14 +101,10 @@ _BACK = re.compile(r"这件事|这事|这个|那个|这些|那些|这条|那条|
 _ADDITIVE = re.compile(r"也|另外|此外|还有|还会|还在|还养|还喜欢|\b(?:also|too|as well|either)\b", re.I)
 _HYPOTHETICAL = re.compile(r"^(?:如果|要是|假如|假设|万一|倘若|if\b|suppose\b|imagine\b|what if\b)", re.I)
 _QUESTION_END = re.compile(r"(?:[?？]|[吗呢嘛][。.!！~～]*)\s*$")
-_OTHERS = (
-    "朋友|同事|老板|领导|上司|邻居|同学|室友|舍友|客户|网友|闺蜜|哥们|师傅|老师|医生|房东|"
-    "friend|boss|coworker|co-worker|colleague|neighbou?r|roommate|flatmate|classmate|client|"
-    "manager|teacher|doctor|landlord|buddy|mate"
-)
+_OTHERS = f"{OUTSIDERS_ZH}|{OUTSIDERS_EN}"
 _ABOUT_OTHERS = re.compile(
-    rf"^(?:(?:我|我的|我们|我们的)?(?:{_OTHERS})|(?:他|她|他们|她们|人家|别人|大家)(?!们)|"
-    rf"(?:my|our)\s+(?:\w+\s+)?(?:{_OTHERS})s?(?:'s?)?\b|(?:he|she|they|his|her|their)\b)",
+    rf"^(?:(?:我|我的|我们|我们的)?(?:{_OTHERS})|(?:他|她|它|他们|她们|它们|人家|别人|大家)(?!们)|"
+    rf"(?:my|our)\s+(?:\w+\s+)?(?:{_OTHERS})s?(?:'s?)?\b|(?:he|she|they|his|her|their|its)\b)",
     re.I,
 )
 
@@ -130,13 +133,14 @@ _REPORTED = re.compile(
 
 
 def about_someone_else(clause: str) -> bool:
-    """Whether a clause's subject is another person outside the speaker's family.
+    """Whether a clause's subject is another person outside the speaker's family, or a thing.
 
     "我同事不吃香菜" or "My neighbor's kid goes to UCLA" say nothing about the speaker, although
     they read almost like "我不吃香菜": an embedding barely tells them apart, the grammatical
     subject does. Family members stay: what is true of the speaker's child is part of their life.
     Reported speech about the speaker is about the speaker ("医生说我缺铁", "My doctor told me
-    to cut down on salt").
+    to cut down on salt"). A pronoun no one was named for is someone else, or a thing ("它们都怕生
+    人" after the shop owner's cats; a family member's or a pet's is resolved before, `resolved`).
     """
     said = clause.strip()
     return bool(_ABOUT_OTHERS.match(said)) and not _REPORTED.match(said)
@@ -193,7 +197,7 @@ def _importance(constraint: bool, single: bool) -> float:
 
 def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
     sensitivity = _sensitivity(reading.aspects or (reading.aspect,))  # a mother's diabetes: health
-    others = theirs(reading)
+    others = theirs(reading) or pet_subject(reading.text)
     reading = _as_theirs(reading) if others else reading
     aspect = taxonomy().aspects[reading.aspect]
     constraint = aspect.constraint or reading.constraint >= CONSTRAINT
@@ -218,10 +222,13 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
 def _as_theirs(reading: Reading) -> Reading:
     """A reading of someone else's fact: kept about them, with what it is about as a second aspect.
 
-    The brother's home is no home of the speaker's; the son's allergy still bears on a recipe.
+    The brother's home is no home of the speaker's; the son's allergy still bears on a recipe. A
+    pet's fact is kept as one about pets ("我家狗对鸡肉过敏" is no allergy of the speaker's).
     """
-    near = (OTHERS_ASPECT, reading.about) if reading.about else (OTHERS_ASPECT,)
-    return replace(reading, aspect=OTHERS_ASPECT, aspects=near)
+    whose = PET_ASPECT if pet_subject(reading.text) else OTHERS_ASPECT
+    about = next((a for a in (reading.about, *reading.aspects) if a not in (OTHERS_ASPECT, whose)), "")
+    near = (whose, about) if about else (whose,)
+    return replace(reading, aspect=whose, aspects=near)
 
 
 def _change(reading: Reading) -> float:
@@ -265,7 +272,7 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
     # "我小女儿每天中午都得睡午觉" is the daughter's routine. Only the grammatical subject decides
     # here, not the `whose` head (`theirs`): a rule matched the speaker's own pattern, and the head
     # reads "The user likes window seats" (a memory given as is) as someone else's.
-    others = family_subject(reading.text)
+    others = family_subject(reading.text) or pet_subject(reading.text)
     reading = _as_theirs(reading) if others else reading
     aspect = tax.aspects[reading.aspect]
     return replace(
@@ -547,7 +554,8 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     only explains ("吃了会起疹子") stays with the clause.
     """
     kept = memorable(parts)
-    if separate(kept) and not any(about_someone_else(p.text) for p in kept):
+    theirs_whole = family_subject(clause) or pet_subject(clause)  # a piece alone would read as the speaker's
+    if separate(kept) and not any(about_someone_else(p.text) for p in kept) and not theirs_whole:
         # "My mom lives with us now, she's 82": a piece that goes on about someone stays with the clause
         return [_new_candidate(p) for p in kept]
     if reading.memorable >= MEMORABLE or len(kept) >= 2 or is_limit(reading):  # several pieces: one thought

@@ -77,6 +77,8 @@ class Taxonomy:
 OTHERS_ASPECT = "family"
 """The aspect of what is said about the people in someone's life ("我哥住在成都"): a fact of
 theirs, never one of the person's own fields (`Candidate.others`)."""
+PET_ASPECT = "pet"
+"""The aspect of what is said about the speaker's pets ("我家狗对鸡肉过敏"): kept as theirs too."""
 LEGACY_SUBJECTS = {"residence": "location"}
 """Profile field names the write path used before the user model, kept so old fields stay current."""
 
