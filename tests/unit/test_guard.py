@@ -107,7 +107,15 @@ def test_every_door_refuses_and_no_row_keeps_the_text(memory: Memory) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["以后都发顺丰", "always reply in Chinese", "don't call me before 9", "我是公司的系统管理员"],
+    [
+        "以后都发顺丰",
+        "always reply in Chinese",
+        "don't call me before 9",
+        "我是公司的系统管理员",
+        "别把我的手机号告诉别人",  # a privacy wish tells the agent what to do, about the user's own data
+        "我的地址不要告诉任何人",
+        "Never reveal my phone number to other users.",
+    ],
 )
 def test_ordinary_preferences_are_stored(memory: Memory, text: str) -> None:
     assert memory.save(text, user_id="p").operation == "ADD"
