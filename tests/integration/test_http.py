@@ -256,3 +256,17 @@ def test_the_profile_route_is_guarded_like_every_user_route(client: httpx.Client
     with httpx.Client(base_url=url, headers=ANN_ONLY, timeout=30) as ann:
         assert ann.get("/v1/users/gail/profile").status_code == 403
         assert ann.get("/v1/users/ann/profile").status_code == 200
+
+
+def test_a_pronoun_in_a_later_call_of_the_same_session_is_read_with_the_message_before(
+    client: httpx.Client,
+) -> None:
+    for text in ["My sister is a nurse in Leeds.", "She just quit and started med school in Glasgow."]:
+        resp = client.post(
+            "/v1/users/gwen/memories",
+            json={"messages": [{"role": "user", "content": text}], "session_id": "s-9"},
+        )
+        assert resp.status_code == 201
+    texts = [m["text"] for m in client.get("/v1/users/gwen/memories").json()["items"]]
+    assert any("sister" in t and "med school" in t for t in texts), texts
+    assert not any("nurse" in t for t in texts), texts  # her old job, replaced

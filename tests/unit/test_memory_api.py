@@ -150,3 +150,35 @@ def test_uses_counted_just_before_close_are_kept(
         usage.note_use(mem.store, "u", [change.id or ""])
     with Memory.open(tmp_path / "home", embeddings=embeddings) as mem:
         assert usage.use_of(mem.store, "u", change.id or "")[0] == 1
+
+
+def test_a_pronoun_is_read_with_what_the_user_said_last_in_the_same_session(memory: Memory) -> None:
+    memory.add("我家狗叫旺财", user_id="p", session_id="s1")
+    memory.add("它对鸡肉过敏，吃了就拉肚子", user_id="p", session_id="s1")
+    memory.add("他特别怕打雷", user_id="p", session_id="s2")  # another session: no one was named there
+    memory.add("它特别怕打雷", user_id="p")  # no session: no context
+    kept = {r.text: r.aspect for r in memory.get_all(user_id="p")}
+    assert kept.get("我家狗（旺财）对鸡肉过敏，吃了就拉肚子") == "pet", kept
+    assert not any("打雷" in t for t in kept), kept
+    assert not any(a == "allergy" for a in kept.values()), kept  # never the user's own allergy
+
+
+def test_what_a_session_said_last_is_bounded_and_forgotten_with_the_user() -> None:
+    from mneme.memory.pipeline import BEFORE, RecentSaid
+
+    said = RecentSaid(size=2)
+    said.add("u", "s1", ["a", "b", "c"])
+    assert said.before("u", "s1") == ["b", "c"][-BEFORE:]
+    assert said.before("u", None) == [] and said.before("v", "s1") == []
+    said.add("u", "s2", ["x"])
+    said.add("v", "s1", ["y"])  # a third session: the least recently used goes
+    assert said.before("u", "s1") == [] and said.before("u", "s2") == ["x"]
+    said.forget("u")
+    assert said.before("u", "s2") == [] and said.before("v", "s1") == ["y"]
+
+
+def test_delete_all_forgets_what_the_session_said_last(memory: Memory) -> None:
+    memory.add("我家狗叫旺财", user_id="q", session_id="s1")
+    memory.delete_all(user_id="q")
+    memory.add("它对鸡肉过敏", user_id="q", session_id="s1")
+    assert memory.get_all(user_id="q") == []

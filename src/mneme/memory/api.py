@@ -23,7 +23,7 @@ from mneme.memory.gate import STATS
 from mneme.memory.importer import EXPORT_FORMAT, ImportPlan, plan_import
 from mneme.memory.lexical import check_filters
 from mneme.memory.orphans import settle
-from mneme.memory.pipeline import Pipeline, write_context
+from mneme.memory.pipeline import Pipeline, RecentSaid, write_context
 from mneme.memory.queue import PendingJob
 from mneme.memory.record import (
     HISTORY,
@@ -158,6 +158,7 @@ class Memory:
         self._repo = Repo(store)
         self._writer = Writer(store)
         self._pipe: Pipeline | None = None
+        self._said = RecentSaid()  # for pronouns across calls of one session, in memory only
 
     @classmethod
     def open(
@@ -234,7 +235,9 @@ class Memory:
         Args:
             messages_or_text: A text (a user message), a message dict or object, or a list.
             user_id: Whose memory.
-            session_id: The conversation it comes from.
+            session_id: The conversation it comes from. With it, a message that starts with
+                a pronoun is read with what the user said last in the same session ("它对鸡肉
+                过敏" after "我家狗叫旺财", kept in memory only, `RecentSaid`).
             metadata: Kept with every memory written (and returned by `search`).
             infer: Extract facts (True), or store each message verbatim as one episodic
                 memory (False).
@@ -277,8 +280,17 @@ class Memory:
         if not said:
             return []
         pipeline = self._pipeline()
-        job = pipeline.job(user_id, said, session_id=session_id, metadata=metadata, agent_id=agent_id)
-        return pipeline.run(job)
+        job = pipeline.job(
+            user_id,
+            said,
+            session_id=session_id,
+            metadata=metadata,
+            agent_id=agent_id,
+            before=self._said.before(user_id, session_id),  # "它对鸡肉过敏" after "我家狗叫旺财"
+        )
+        changes = pipeline.run(job)
+        self._said.add(user_id, session_id, [str(s["content"]) for s in said])
+        return changes
 
     def save(
         self,
@@ -451,6 +463,7 @@ class Memory:
         """
         check_user(user_id)
         threads = [str(s.get("thread_id")) for s in self._repo.sessions(user_id) if s.get("thread_id")]
+        self._said.forget(user_id)
         count = self._repo.drop_user(user_id, sessions=sessions)
         checkpointer = getattr(self._owner, "checkpointer", None)
         if sessions and threads and callable(checkpointer):

@@ -10,6 +10,8 @@ obvious ones are never late). Without a model, the offline rules extract.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -115,6 +117,45 @@ def with_referents(texts: list[str], before: Sequence[str] = ()) -> list[str]:
 BEFORE = 2
 """How many of the user's messages before a job's are read with it, for whom a pronoun at the head
 of a sentence stands for ("他上个月跳槽去腾讯了" after "我老公在阿里工作")."""
+
+
+class RecentSaid:
+    """The last `BEFORE` messages each user said in each session through the API, in memory only.
+
+    A graph turn reads them from its thread's state (`said_before`); `Memory.add` called once per
+    message ("我家狗叫旺财", then "它对鸡肉过敏" in a later call of the same `session_id`) reads
+    them here. Never written to disk; the least recently used sessions beyond `size` are dropped,
+    and a user's are dropped when everything about them is deleted.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        """Keep the messages of at most `size` sessions."""
+        self.size = size
+        self._said: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def before(self, user_id: str, session_id: str | None) -> list[str]:
+        """What the user said last in the session (oldest first; nothing without a session)."""
+        if session_id is None:
+            return []
+        with self._lock:
+            return list(self._said.get((user_id, session_id), []))
+
+    def add(self, user_id: str, session_id: str | None, texts: Sequence[str]) -> None:
+        """Note what the user just said in the session."""
+        if session_id is None or not texts:
+            return
+        key = (user_id, session_id)
+        with self._lock:
+            self._said[key] = [*self._said.pop(key, []), *texts][-BEFORE:]
+            while len(self._said) > self.size:
+                self._said.popitem(last=False)
+
+    def forget(self, user_id: str) -> None:
+        """Drop everything kept for a user."""
+        with self._lock:
+            for key in [k for k in self._said if k[0] == user_id]:
+                del self._said[key]
 
 
 SURE_ATTEMPT = 0.8
