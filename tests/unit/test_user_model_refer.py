@@ -147,3 +147,17 @@ def test_a_title_or_abbreviation_ends_no_sentence_so_the_pronoun_after_it_still_
         outsider,
     )
     assert said == "My sister left healthcare and is working in real estate now"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("My cat just knocked my coffee off the desk", False),  # what it did just now
+        ("My puppy fell asleep on my feet during the meeting haha", False),
+        ("我家狗对牛肉过敏", True),
+        ("My cat needs thyroid pills twice a day", True),
+        ("My dog Benny sleeps in our bed now", True),  # a change said with "now" is lasting
+    ],
+)
+def test_a_pets_passing_remark_is_not_kept_and_its_lasting_facts_are(text: str, kept: bool) -> None:
+    assert bool([c for c in read_message(text) if not c.tentative]) == kept

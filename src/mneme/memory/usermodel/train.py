@@ -36,6 +36,7 @@ L2 = {
     "local": 1e-4,
     "forget": 1e-5,
     "whose": 1e-5,
+    "pet": 1e-4,
 }
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
 L2_PAIRS = 1e-4
@@ -122,6 +123,15 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
         "whose": (  # whose fact a statement states: the speaker's, a family member's, someone else's
             [w["text"] for w in data.get("whose", [])],
             [w["whose"] for w in data.get("whose", [])],
+            "passage",
+        ),
+        "pet": (  # is a line about the speaker's pet lasting, or a passing remark (the report half checks)
+            [f["text"] for f in data.get("pet_lines", []) if f["half"] == "tune"],
+            [
+                "yes" if f["label"] == "keep" else "no"
+                for f in data.get("pet_lines", [])
+                if f["half"] == "tune"
+            ],
             "passage",
         ),
         "local": (  # does the answer depend on where the person is (weather, nearby, commute)
