@@ -24,6 +24,16 @@ def say(graph: Any, text: str, user: str) -> dict[str, Any]:
     )
 
 
+def converse(graph: Any, turns: list[str], user: str) -> None:
+    """Several turns in one conversation (what a pronoun refers to is read from the turns before)."""
+    for text in turns:
+        graph.invoke(
+            {"messages": [{"role": "user", "content": text}]},
+            {"configurable": {"thread_id": f"{user}-talk"}},
+            context={"user_id": user},
+        )
+
+
 def injected(out: dict[str, Any]) -> list[str]:
     return [m["text"] for m in out["memories"]]
 
@@ -380,12 +390,7 @@ def test_what_a_pronoun_says_next_about_a_family_member_is_kept_and_changes_thei
             "nurse",
         ),
     ]:
-        for text in turns:  # one conversation
-            graph.invoke(
-                {"messages": [{"role": "user", "content": text}]},
-                {"configurable": {"thread_id": f"{user}-talk"}},
-                context={"user_id": user},
-            )
+        converse(graph, turns, user)
         shown = injected(say(graph, question, user))  # a new session
         assert any(new in t for t in shown), shown
         assert not any(old in t for t in shown), shown
@@ -407,12 +412,7 @@ def test_what_a_pronoun_says_next_about_a_pet_is_the_pets_and_reaches_a_request_
             "fish",
         ),
     ]:
-        for text in turns:  # one conversation
-            graph.invoke(
-                {"messages": [{"role": "user", "content": text}]},
-                {"configurable": {"thread_id": f"{user}-talk"}},
-                context={"user_id": user},
-            )
+        converse(graph, turns, user)
         shown = injected(say(graph, question, user))  # a new session
         assert any(fact in t for t in shown), shown
         with Memory.open(home=home) as memory:
