@@ -50,6 +50,7 @@ def test_a_pronoun_after_a_family_member_stands_for_them(text: str, before: list
         ("它昨天还咬了人", ["我邻居家的狗特别凶"]),  # not the speaker's dog
         ("It bit the mailman", ["My coworker's dog is huge"]),
         ("它很好用", ["我老公给我买了个新手机"]),  # 它 is never a person
+        ("它不需要人陪", ["猫是很独立的动物"]),  # cats at large, no one's pet
     ],
 )
 def test_a_pronoun_whose_person_is_not_clear_is_left_as_it_is(text: str, before: list[str]) -> None:

@@ -51,7 +51,8 @@ _ZH_PET_NAMED = re.compile(
     rf"(?:一|两|几)?(?:那|这)?(?:只|条|个|头)?"
     rf"(?:宠物)?({_ZH_PET})(?![粮窝砂笼绳])"
 )
-"""The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, or a pet word opening the sentence ("狗子叫旺财")."""
+"""The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, or a pet word opening the sentence when a name
+follows ("狗子叫旺财", `named`)."""
 _EN_PET_NAMED = re.compile(
     rf"(?:\b(?:my|our)|(?:^|\bI\s+|\bwe\s+|\bI've\s+|\bwe've\s+)(?:just\s+|recently\s+|finally\s+)?"
     rf"(?:adopted|got|have|rescued|bought|brought\s+home|took\s+in)\s+(?:a|an|two|three))"
@@ -140,6 +141,8 @@ def named(sentence: str) -> list[tuple[int, Named | None]]:
         found.append((range(m.start(1), m.end(1)), person))
     for m in _ZH_PET_NAMED.finditer(sentence):
         name = _pet_name(sentence, m.end(1), zh=True)
+        if m.group(0) == m.group(1) and not name:
+            continue  # "猫是很独立的动物": cats at large; "狗子叫旺财" is the speaker's
         said = f"我家{m.group(1)}（{name}）" if name else f"我家{m.group(1)}"
         found.append((range(m.start(1), m.end(1)), Named(said, "pet", name)))
     for m in _EN_PET_NAMED.finditer(sentence):
