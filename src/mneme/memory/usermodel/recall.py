@@ -158,14 +158,10 @@ def user_model_hits(
     # what is kept about the people and pets the request involves, the most relevant first, where there is room
     own = max((h.score for _, h in scored if h.aspect != OTHERS_ASPECT), default=0.0)
     pets = [p for p in scored if p[1].aspect == PET_ASPECT]
-    named = {name for _, hit in pets for name in pet_names(hit.text)}  # "我家猫叫团子": 团子
+    names = {name for _, hit in pets for name in pet_names(hit.text)}  # "我家猫叫团子": 团子
+    asked = pets if pets and about_pets(request, names) else []
     theirs = sorted(
-        (
-            p
-            for p in scored
-            if (about_them(p[1], own, touch.kin) or (p in pets and about_pets(request, named)))
-            and p not in kept
-        ),
+        (p for p in scored if (about_them(p[1], own, touch.kin) or p in asked) and p not in kept),
         key=lambda p: -p[1].score,
     )
     kept += theirs[: max(0, limit - len(kept))]
