@@ -33,6 +33,27 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
     assert got == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("我叫王小明", "王小明"),
+        ("我叫欧阳娜娜", "欧阳娜娜"),
+        ("你可以叫我小林", "小林"),
+        ("叫我阿杰就行", "阿杰"),
+        ("大家都叫我胖子", "胖子"),
+        ("我叫了个外卖", None),  # the same verb, no name
+        ("我叫车去机场", None),
+        ("我叫滴滴了", None),
+        ("它每天早上六点叫我起床", None),  # something else calls the speaker
+        ("妈妈总叫我吃饭", None),
+        ("闹钟七点叫我", None),
+    ],
+)
+def test_a_name_is_read_from_a_self_introduction_not_from_the_same_verb(text: str, name: str | None) -> None:
+    names = [c.value for c in extract(text, now=NOW) if c.subject == "name"]
+    assert names == ([name] if name else [])
+
+
 def test_order_fact_resolves_yesterday() -> None:
     [cand] = extract("你好，我昨天买了一个蓝牙耳机，订单号20240508001，发货了吗？", now=NOW)
     assert cand.text == "订单20240508001（蓝牙耳机），2024-05-07购买"

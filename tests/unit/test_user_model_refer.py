@@ -158,7 +158,30 @@ def test_a_title_or_abbreviation_ends_no_sentence_so_the_pronoun_after_it_still_
         ("我家狗对牛肉过敏", True),
         ("My cat needs thyroid pills twice a day", True),
         ("My dog Benny sleeps in our bed now", True),  # a change said with "now" is lasting
+        ("我家猫叫咪咪", True),  # its name is lasting, however short the line
+        ("We have a cat named Luna", True),
     ],
 )
 def test_a_pets_passing_remark_is_not_kept_and_its_lasting_facts_are(text: str, kept: bool) -> None:
     assert bool([c for c in read_message(text) if not c.tentative]) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "before", "named"),
+    [
+        ("它晚上睡在我床脚", ["我家猫叫咪咪"], "我家猫（咪咪）"),  # 晚上: a habit, no event tonight
+        ("它每天早上六点叫我起床", ["我养了一只猫，叫咪咪"], "我家猫（咪咪）"),  # no name of the speaker's
+        ("我家狗每天早上七点要遛", [], "我家狗"),
+    ],
+)
+def test_a_pets_habit_is_kept_as_the_pets_not_as_the_speakers_plan_or_name(
+    text: str, before: list[str], named: str
+) -> None:
+    kept = read_message(text, before=before)
+    assert kept and all(c.aspect == "pet" and c.kind == "semantic" for c in kept), kept
+    assert all(c.text.startswith(named) for c in kept), kept
+
+
+def test_a_pets_name_said_without_a_comma_is_kept_with_it() -> None:
+    assert any("豆豆" in c.text and c.aspect == "pet" for c in read_message("我有只狗叫豆豆"))
+    assert any("旺财" in c.text for c in read_message("我家狗的名字是旺财"))

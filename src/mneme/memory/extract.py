@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from mneme.classifier import data_path
 from mneme.memory.record import Kind
 from mneme.memory.redact import values_in
 from mneme.memory.terms import terms
@@ -493,15 +495,33 @@ _EN_TIME_TAIL = (
 )
 
 
+_SURNAMES = json.loads(data_path("surnames.json").read_text(encoding="utf-8"))
+_ZH_NAME = r"\s*([\u4e00-\u9fff]{2,4}?)(?=[，,。！!？?\s吧就呢啊哈~]|$)"
+_ZH_INTRO = re.compile(r"(?:我叫|我的?(?:名字|全名)(?:是|叫))" + _ZH_NAME)
+"""A self-introduction: the name must read as one (`_zh_name`), 我叫车去机场 is a taxi."""
+_ZH_NICKNAME = re.compile(
+    r"^(?:你们?|您|大家|朋友们?|同事们?|别人|家里人)?(?:以后|今后|平时|一般|都|就|直接|可以|也|还是)*叫我"
+    + _ZH_NAME
+)
+"""What the speaker is to be called, said at the head of the clause: 你可以叫我小林, 大家都叫我胖子;
+not 它每天早上叫我起床 or 闹钟七点叫我 (something else calls)."""
+
+
+def _zh_name(text: str) -> bool:
+    """Whether a Chinese text reads as a person's name.
+
+    A surname and one or two characters (王小明, 欧阳娜娜), or a familiar form (小雨, 阿杰, 老张).
+    """
+    if text[:2] in _SURNAMES["compound"]:
+        return 3 <= len(text) <= 4
+    return (text[0] in _SURNAMES["single"] or text[0] in "小阿老") and 2 <= len(text) <= 3
+
+
 def _identity(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     zh_ok = _owner_ok(clause)
-    if zh_ok and (
-        m := re.search(
-            r"(?:我叫|我的(?:名字|全名)(?:是|叫)|(?:可以)?叫我)\s*([\u4e00-\u9fff]{2,4}|[A-Za-z][A-Za-z·'-]{1,20}(?: [A-Z][A-Za-z'-]{1,20})?)(?=[，,。！!\s吧就]|$)",
-            clause,
-        )
-    ):
+    intro = _ZH_INTRO.search(clause) if zh_ok else None
+    if m := intro if intro and _zh_name(intro.group(1)) else _ZH_NICKNAME.match(clause):
         name = _clean(m.group(1))
         out.append(
             Candidate(
@@ -680,7 +700,7 @@ def _family(clause: str, now: datetime) -> list[Candidate]:
     pets = r"猫咪|小猫|猫|狗狗|小狗|狗|兔子|鹦鹉|仓鼠|乌龟|金鱼"
     if zh_ok and (
         m := re.search(
-            rf"{_ZH_SELF}(?:养了|养着|养|家里有|有)([一两二三\d]?)(?:只|条|个)?({pets})(?:[，,]\s*(?:它|他|她)?(?:叫|名字叫)\s*([\u4e00-\u9fffA-Za-z]{{1,6}}))?",
+            rf"{_ZH_SELF}(?:养了|养着|养|家里有|有)([一两二三\d]?)(?:只|条|个)?({pets})(?:[，,]?\s*(?:它|他|她)?(?:叫|名字叫)\s*([\u4e00-\u9fffA-Za-z]{{1,6}}?)(?=[，,。！!\s]|$))?",
             clause,
         )
     ):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mneme.classifier import Heads, unit
-from mneme.memory.usermodel.refer import pet_subject
+from mneme.memory.usermodel.refer import gives_pet_name, pet_subject
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, taxonomy
 
 WEIGHTS = "user_model"
@@ -101,8 +101,8 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
     aspects = aspect_head.probs(vecs)
     constraint = HEADS["constraint"].prob(vecs, "yes")
     change = HEADS["change"].prob(vecs, "yes")
-    pets = [i for i, t in enumerate(texts) if pet_subject(t)]
-    if pets:  # a pet's passing remark is no lasting fact
+    pets = [i for i, t in enumerate(texts) if pet_subject(t) and not gives_pet_name(t)]
+    if pets:  # a pet's passing remark is no lasting fact (its name is one)
         memorable = memorable.copy()
         memorable[np.array(pets)[HEADS["pet"].prob(vecs[pets], "yes") < PET_LASTING]] = 0.0
     forget = (HEADS["forget"].prob(vecs, "yes") + HEADS.vote("forget_vote").prob(vecs, "yes")) / 2

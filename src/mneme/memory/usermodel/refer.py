@@ -96,7 +96,7 @@ class Named:
 
 _ZH_PET_NAME = re.compile(
     r"（([^）]{1,8})）"  # as `resolve` writes it: 我家狗子（旺财）
-    r"|[，,]?\s*(?:的)?(?:名字|小名|大名|主子|宝宝)?叫([\u4e00-\u9fff]{1,4}?|[A-Za-z]+)(?=[，。！!,.\s~～（(]|$)"
+    r"|[，,]?\s*(?:的)?(?:(?:名字|小名|大名)(?:是|叫)|(?:主子|宝宝)?叫)([\u4e00-\u9fff]{1,4}?|[A-Za-z]+)(?=[，。！!,.\s~～（(]|$)"
     r"|([\u4e00-\u9fff]{1,3}?|[A-Za-z]+)(?=以前|之前|原来|现在|一直|今年|最近|平时|每天)"
 )
 _EN_PET_NAME = re.compile(
@@ -228,6 +228,17 @@ _EN_PET_MENTION = re.compile(rf"(?<!\bhot\s)\b(?:{_EN_PET})s?\b", re.I)
 def pet_names(text: str) -> set[str]:
     """The names of the speaker's pets a text gives ("我家狗旺财…", "My cat Ginger…")."""
     return {n.name for _, n in named(text) if n is not None and n.name}
+
+
+_NAMING = r"(?:叫|名字是|\b(?:named|called|name\s+is))\s*"
+
+
+def gives_pet_name(text: str) -> bool:
+    """Whether a text says what the speaker's pet is called ("我家猫叫咪咪", "a cat named Luna").
+
+    The name is a lasting fact, however passing the rest may read.
+    """
+    return any(re.search(_NAMING + re.escape(name), text, re.I) for name in pet_names(text))
 
 
 def about_pets(request: str, names: set[str] | frozenset[str] = frozenset()) -> bool:
