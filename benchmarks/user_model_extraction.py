@@ -37,6 +37,38 @@ def _has(records: list[Any], terms: list[str]) -> bool:
     return any(all(t.lower() in r.text.lower() for t in terms) for r in records)
 
 
+def say_pairs(mem: Any, pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Say each pair as a fresh user, `first` then `second` in two sessions, and judge it.
+
+    A `change` pair is handled when the memory of `second` is current and no memory of `first`
+    is; a `compatible` pair when both are current.
+    """
+    rows: list[dict[str, Any]] = []
+    for n, p in enumerate(pairs):
+        user = f"p{n}"
+        mem.add([{"role": "user", "content": p["first"], "id": "m1"}], user_id=user, session_id="s1")
+        first_stored = bool(_current_from(mem, user, "m1"))
+        mem.add([{"role": "user", "content": p["second"], "id": "m2"}], user_id=user, session_id="s2")
+        old = _current_from(mem, user, "m1")
+        new = _current_from(mem, user, "m2")
+        ok = bool(new) and (not old if p["relation"] == "change" else bool(old))
+        rows.append(
+            {
+                "type": "pair",
+                "id": p["id"],
+                "lang": p["lang"],
+                "split": p["split"],
+                "relation": p["relation"],
+                "first_stored": first_stored,
+                "ok": ok,
+                "first_current": bool(old),
+                "second_current": bool(new),
+                "current": [r.text for r in mem.get_all(user_id=user)],
+            }
+        )
+    return rows
+
+
 def run(split: str = "all", verbose: bool = False) -> dict[str, Any]:
     from mneme.memory.api import Memory
 
@@ -65,26 +97,7 @@ def run(split: str = "all", verbose: bool = False) -> dict[str, Any]:
                     "aspects": [r.aspect for r in stored],
                 }
             )
-        for n, p in enumerate(pairs):
-            user = f"p{n}"
-            mem.add([{"role": "user", "content": p["first"], "id": "m1"}], user_id=user, session_id="s1")
-            first_stored = bool(_current_from(mem, user, "m1"))
-            mem.add([{"role": "user", "content": p["second"], "id": "m2"}], user_id=user, session_id="s2")
-            old = _current_from(mem, user, "m1")
-            new = _current_from(mem, user, "m2")
-            ok = bool(new) and (not old if p["relation"] == "change" else bool(old))
-            rows.append(
-                {
-                    "type": "pair",
-                    "id": p["id"],
-                    "lang": p["lang"],
-                    "split": p["split"],
-                    "relation": p["relation"],
-                    "first_stored": first_stored,
-                    "ok": ok,
-                    "current": [r.text for r in mem.get_all(user_id=user)],
-                }
-            )
+        rows += say_pairs(mem, pairs)
     result = {"split": split, "seconds": round(time.perf_counter() - t0, 1), **score(rows)}
     if verbose:
         for r in rows:
