@@ -159,6 +159,7 @@ def test_a_title_or_abbreviation_ends_no_sentence_so_the_pronoun_after_it_still_
         ("My cat needs thyroid pills twice a day", True),
         ("My dog Benny sleeps in our bed now", True),  # a change said with "now" is lasting
         ("我家猫叫咪咪", True),  # its name is lasting, however short the line
+        ("我家小猫不能喝牛奶，喝了会吐", True),  # read lasting by the pet head, however low `memorable`
         ("We have a cat named Luna", True),
     ],
 )
@@ -172,6 +173,7 @@ def test_a_pets_passing_remark_is_not_kept_and_its_lasting_facts_are(text: str, 
         ("它晚上睡在我床脚", ["我家猫叫咪咪"], "我家猫（咪咪）"),  # 晚上: a habit, no event tonight
         ("它每天早上六点叫我起床", ["我养了一只猫，叫咪咪"], "我家猫（咪咪）"),  # no name of the speaker's
         ("我家狗每天早上七点要遛", [], "我家狗"),
+        ("它晚上喜欢睡在我枕头旁边", ["家里有只橘猫叫大橘"], "我家橘猫（大橘）"),  # 家里: the speaker's home
     ],
 )
 def test_a_pets_habit_is_kept_as_the_pets_not_as_the_speakers_plan_or_name(
@@ -180,6 +182,10 @@ def test_a_pets_habit_is_kept_as_the_pets_not_as_the_speakers_plan_or_name(
     kept = read_message(text, before=before)
     assert kept and all(c.aspect == "pet" and c.kind == "semantic" for c in kept), kept
     assert all(c.text.startswith(named) for c in kept), kept
+
+
+def test_an_animal_at_someone_elses_home_is_not_the_speakers_pet() -> None:
+    assert resolved("它晚上喜欢睡在我枕头旁边", ["朋友家里有只猫叫球球"], outsider).startswith("它")
 
 
 def test_a_pets_name_said_without_a_comma_is_kept_with_it() -> None:

@@ -47,12 +47,13 @@ _ZH_NAMED = re.compile(
 )
 _EN_NAMED = re.compile(rf"\b(?:my|our)\s+({_EN_ORDER}(?:{_EN_KIN}))\b", re.I)
 _ZH_PET_NAMED = re.compile(
-    rf"(?:^|(?:我|咱)(?:们)?(?:家的?|的|养的|(?:家)?(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接)了|(?:家)?有))"
+    rf"(?:^|(?:我|咱)(?:们)?(?:家的?|的|养的|(?:家)?(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接)了|(?:家)?有)"
+    rf"|(?:(?<![\u4e00-\u9fff])|(?<=[我咱们]))家里(?:的|养的|(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接)了|有))"
     rf"(?:一|两|几)?(?:那|这)?(?:只|条|个|头)?"
     rf"(?:宠物)?({_ZH_PET})(?![粮窝砂笼绳])"
 )
-"""The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, or a pet word opening the sentence when a name
-follows ("狗子叫旺财", `named`)."""
+"""The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, 家里有只橘猫 (not 朋友家里), or a pet word
+opening the sentence when a name follows ("狗子叫旺财", `named`)."""
 _EN_PET_NAMED = re.compile(
     rf"(?:\b(?:my|our)|(?:^|\bI\s+|\bwe\s+|\bI've\s+|\bwe've\s+)(?:just\s+|recently\s+|finally\s+)?"
     rf"(?:adopted|got|have|rescued|bought|brought\s+home|took\s+in)\s+(?:a|an|two|three))"
@@ -201,7 +202,8 @@ def kin_in(text: str) -> set[str]:
 
 
 _ZH_PET_LEADS = re.compile(
-    rf"^(?:我|咱)(?:们)?(?:家的?|的|养的)?(?:那|这)?(?:只|条|个)?(?:宠物)?(?:{_ZH_PET})(?!们)(?![和跟]我)"
+    rf"^(?:(?:我|咱)(?:们)?(?:家的?|的|养的)?|(?:我|咱)?(?:们)?家里(?:的|养的))(?:那|这)?(?:只|条|个)?(?:宠物)?"
+    rf"(?:{_ZH_PET})(?!们)(?![和跟]我)"
 )
 _EN_PET_LEADS = re.compile(
     rf"^(?:my|our)\s+(?:[\w-]+\s+){{0,2}}?(?:{_EN_PET})\b(?!\s+and\s+I\b)(?!\s*(?:'s?|’s?)\s+(?:vet|owner|sitter|walker|trainer|groomer)\b)",
