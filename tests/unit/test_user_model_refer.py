@@ -191,3 +191,19 @@ def test_an_animal_at_someone_elses_home_is_not_the_speakers_pet() -> None:
 def test_a_pets_name_said_without_a_comma_is_kept_with_it() -> None:
     assert any("豆豆" in c.text and c.aspect == "pet" for c in read_message("我有只狗叫豆豆"))
     assert any("旺财" in c.text for c in read_message("我家狗的名字是旺财"))
+
+
+@pytest.mark.parametrize(
+    ("text", "before", "expected"),
+    [
+        ("Salt only eats wet food", ["I've got two cats, Salt and Pepper"], "My cat Salt only eats wet food"),
+        ("大橘上个月走了，十四岁", ["我养了一只橘猫，叫大橘"], "我家橘猫（大橘）上个月走了，十四岁"),
+        ("Maxine is my coworker", ["My dog Max is 6"], "Maxine is my coworker"),  # another name
+    ],
+)
+def test_a_sentence_that_opens_with_a_pets_name_is_said_of_the_pet(
+    text: str, before: list[str], expected: str
+) -> None:
+    assert resolved(text, before, outsider) == expected
+    if expected != text:
+        assert all(c.aspect == "pet" for c in read_message(text, before=before))

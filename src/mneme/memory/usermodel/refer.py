@@ -320,7 +320,7 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
     zh = _ZH_PRONOUN.match(said)
     en = None if zh else _EN_PRONOUN.match(said)
     if zh is None and en is None:
-        return None
+        return _by_pet_name(said, earlier)
     lead = zh or en
     assert lead is not None
     word = lead.group(1)
@@ -341,6 +341,27 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
     if word.lower() in ("his", "her", "their", "its"):
         phrase += "'" if phrase.endswith("s") else "'s"
     return phrase + rest
+
+
+def _by_pet_name(said: str, earlier: Sequence[str]) -> str | None:
+    """A sentence that opens with the name of a pet named earlier, as said of that pet.
+
+    "Salt only eats wet food" after "I've got two cats, Salt and Pepper" is "My cat Salt only
+    eats wet food"; "大橘上个月走了" after "我养了一只橘猫，叫大橘" is "我家橘猫（大橘）上个月走了".
+    A Chinese name needs two characters and an English one a capital letter, so a pet called 豆
+    or "pepper" is not read into every sentence that starts with the word.
+    """
+    pets = {n.name: n for s in earlier for _, n in named(s) if n is not None and n.gender == "pet" and n.name}
+    for name, pet in pets.items():
+        if name.isascii():
+            if name[:1].isupper() and re.match(rf"{re.escape(name)}\b(?!\s*(?:'s|’s)?\s*(?:and|&)\b)", said):
+                phrase = pet.phrase if pet.phrase.endswith(name) else f"{pet.phrase} {name}"
+                phrase = re.sub(rf"s (?={re.escape(name)}$)", " ", phrase)  # two cats: this one cat
+                return phrase[0].upper() + phrase[1:] + said[len(name) :]
+        elif len(name) >= 2 and said.startswith(name) and not said.startswith(f"{name}和"):
+            phrase = pet.phrase if name in pet.phrase else f"{pet.phrase}（{name}）"
+            return phrase + said[len(name) :]
+    return None
 
 
 def resolved(text: str, before: Sequence[str], outsider: Callable[[str], bool]) -> str:
