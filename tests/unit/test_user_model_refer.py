@@ -207,3 +207,30 @@ def test_a_sentence_that_opens_with_a_pets_name_is_said_of_the_pet(
     assert resolved(text, before, outsider) == expected
     if expected != text:
         assert all(c.aspect == "pet" for c in read_message(text, before=before))
+
+
+@pytest.mark.parametrize(
+    ("text", "before", "expected"),
+    [
+        ("晚上它喜欢睡在我枕头旁边", ["我家猫叫咪咪"], "我家猫（咪咪）晚上喜欢睡在我枕头旁边"),
+        (
+            "Every morning he calls me by my name",
+            ["I have a parrot named Kiwi"],
+            "My parrot Kiwi every morning calls me by my name",
+        ),
+        ("每天早上七点他都要去跑步", ["我老公在阿里工作"], "我老公每天早上七点都要去跑步"),
+    ],
+)
+def test_a_pronoun_after_a_time_said_first_still_stands_for_the_person(
+    text: str, before: list[str], expected: str
+) -> None:
+    assert resolved(text, before, outsider) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["It rained today", "It's been a long week", "Today it rained", "It takes me an hour to get to work"],
+)
+def test_an_it_that_stands_for_no_one_is_not_the_pet(text: str) -> None:
+    assert resolved(text, ["My dog Max is 6"], outsider) == text
+    assert not any(c.aspect == "pet" for c in read_message(text, before=["My dog Max is 6"]))

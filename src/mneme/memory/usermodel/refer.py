@@ -10,6 +10,7 @@ from typing import Literal, cast
 
 from mneme.classifier import data_path
 from mneme.memory.extract import clauses
+from mneme.memory.when import EN_TIME, ZH_TIME
 
 Gender = Literal["m", "f", "?", "pl", "pet", "it"]
 """A person's sex or number ("?": either), a pet, or what 它 / it can stand for."""
@@ -62,6 +63,27 @@ _EN_PET_NAMED = re.compile(
 )
 _OUTSIDER = re.compile(rf"(?:{OUTSIDERS_ZH})|\b(?:{OUTSIDERS_EN})s?\b", re.I)
 _ZH_PRONOUN = re.compile(r"^(他们|她们|它们|他|她|它)(的)?")
+_LEAD_TIME = re.compile(
+    rf"^(?:(?:{ZH_TIME.pattern})+[，,]?|(?:{EN_TIME.pattern})(?:\s+(?:{EN_TIME.pattern}))*,?\s+)", re.I
+)
+"""A time said before the subject: 每天早上, 晚上, "Every morning", "On weekends," (`mneme.memory.when`)."""
+_DUMMY_IT = re.compile(
+    r"it\s+(?:(?:rain|snow|pour|drizzl|hail|thunder|storm)\w*"
+    r"|(?:takes|took|costs?|cost)\s+(?:me|us|you|him|her|them)\b"
+    r"|(?:seems|seemed|looks|looked|sounds|sounded|feels|felt)\s+like\b|turns?\s+out|turned\s+out|depends"
+    r"|(?:doesn't|does not|didn't|did not)\s+matter)"
+    r"|it(?:'s|’s|\s+is|\s+was|\s+will\s+be|'ll\s+be)\s+(?:been\s+an?\s+\w+\s+(?:day|night|week|month|year|while)"
+    r"|going\s+to\s+(?:rain|snow|be\s+\w+\s+(?:today|tomorrow|tonight|this))"
+    r"|(?:raining|snowing|pouring|sunny|cloudy|windy|foggy|humid|freezing)\b"
+    r"|(?:so\s+|too\s+|really\s+)?(?:hot|cold|warm|chilly)\s+(?:today|tonight|outside|out|here|in\s+here)\b"
+    r"|(?:late|early|time\s+to|about\s+time|(?:almost\s+)?\d))",
+    re.I,
+)
+"""English "it" that stands for no one (the weather, the time, how things are): "It rained
+today", "It's been a long week", "It takes me an hour to get to work" (a closed class of
+constructions, like the pronouns themselves)."""
+_ZH_SUBJECT = re.compile(r"(?:他们|她们|它们|他|她|它)(?!的)")
+_EN_SUBJECT = re.compile(r"(?:he|she|they|it)\b(?!')", re.I)
 _EN_PRONOUN = re.compile(
     r"^(he|she|they|his|her|their|it|its|hes|shes)(?:(?='s\b|'re\b|'ll\b|'d\b|'ve\b)|\b)", re.I
 )
@@ -317,6 +339,19 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
         pronoun or its person is not clear.
     """
     said = sentence.strip()
+    when = _LEAD_TIME.match(said)  # "晚上它睡在…", "Every morning he wakes me up"
+    who = when and (_ZH_SUBJECT.match(said, when.end()) or _EN_SUBJECT.match(said, when.end()))
+    if when and who:
+        found = resolve(said[when.end() :], earlier, outsider)
+        if found is None:
+            return None
+        head = found[: len(found) - len(said) + who.end()]  # the person, before what follows the pronoun
+        time = when.group(0).strip(" ,，")
+        if _ZH_SUBJECT.match(who.group(0)):
+            return head + time + found[len(head) :]  # 我家猫（咪咪）晚上睡在…
+        return (
+            f"{head} {time[0].lower()}{time[1:]}{found[len(head) :]}"  # My parrot Kiwi every morning calls…
+        )
     zh = _ZH_PRONOUN.match(said)
     en = None if zh else _EN_PRONOUN.match(said)
     if zh is None and en is None:
@@ -324,6 +359,8 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
     lead = zh or en
     assert lead is not None
     word = lead.group(1)
+    if _DUMMY_IT.match(said):
+        return None
     gender = _PRONOUN_GENDER[word.lower()]
     person = _referent(gender, earlier[-1]) if earlier else None
     # (the `whose` head is read only once a family member is named: "我老公的同事老刘来家里吃饭";
