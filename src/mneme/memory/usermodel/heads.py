@@ -112,7 +112,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
         lasting = HEADS["pet"].prob(vecs[pets], "yes")
         at = np.array(pets)
         memorable[at] = np.where(lasting >= PET_KEEP, np.maximum(memorable[at], lasting), memorable[at])
-        memorable[at[lasting < PET_LASTING]] = 0.0  # its name is lasting (`gives_pet_name`)
+        memorable[at[lasting < PET_LASTING]] = 0.0  # (a line giving its name is never passing)
     forget = (HEADS["forget"].prob(vecs, "yes") + HEADS.vote("forget_vote").prob(vecs, "yes")) / 2
     others = 1.0 - HEADS["whose"].prob(vecs, "self")
     out = []

@@ -378,10 +378,14 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
         if is_hypothetical(clause):
             used.update(mine)  # a supposition is no fact
             continue
-        if mine and (about_someone_else(clause) or pet_subject(clause)):
-            # "My boss keeps saying "I hate sushi"", "我家猫晚上睡在我床脚": what a rule read is theirs
-            used.update(i for i in mine if _ABOUT_SPEAKER_TAGS & set(ruled[i].tags))
-            mine = [i for i in mine if not _ABOUT_SPEAKER_TAGS & set(ruled[i].tags)]
+        pets = pet_subject(clause)
+        if mine and (pets or about_someone_else(clause)):
+            # "My boss keeps saying "I hate sushi"": what a rule read is the other person's; of a
+            # pet ("我家猫晚上睡在我床脚") its plans and events too (a boss's words may tell the
+            # speaker's own: "My boss says I'm flying to Paris next week")
+            theirs = _ABOUT_SPEAKER_TAGS | (_PLAN_TAGS if pets else frozenset())
+            used.update(i for i in mine if theirs & set(ruled[i].tags))
+            mine = [i for i in mine if not theirs & set(ruled[i].tags)]
         if mine:
             used.update(mine)
             parts_read = [read[s] for s in pieces[clause] if s in read]
@@ -514,10 +518,12 @@ def separate(pieces: list[Reading]) -> bool:
     return len({tax.aspects[p.aspect].area for p in pieces}) >= 2
 
 
-_ABOUT_SPEAKER_TAGS = frozenset({"preference", "diet", "health", "identity", "schedule", "event"})
-"""What a rule reads as the speaker's own taste, diet, health, identity, plan or event: in a
-clause about someone else (`about_someone_else`) or the speaker's pet (`pet_subject`), it is
-theirs, not the speaker's."""
+_ABOUT_SPEAKER_TAGS = frozenset({"preference", "diet", "health", "identity"})
+"""What a rule reads as the speaker's own taste, diet, health or identity: in a clause about
+someone else (`about_someone_else`) or the speaker's pet (`pet_subject`), it is theirs, not the
+speaker's."""
+_PLAN_TAGS = frozenset({"schedule", "event"})
+"""A rule's plan or event of the speaker's: in a clause about the speaker's pet, the pet's."""
 
 IN_CONTEXT_TAGS = frozenset({"preference", "health", "family", "schedule", "identity", "location"})
 """What a rule reads about the speaker that is kept with its clause (`in_context`): not an order or
