@@ -531,7 +531,7 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
                 value=name,
                 importance=0.8,
                 evidence=m.group(0),
-                tags=["identity"],
+                tags=["identity"] if m is intro else ["identity", "called"],
             )
         )
     if m := re.search(
@@ -700,7 +700,7 @@ def _family(clause: str, now: datetime) -> list[Candidate]:
     pets = r"猫咪|小猫|猫|狗狗|小狗|狗|兔子|鹦鹉|仓鼠|乌龟|金鱼"
     if zh_ok and (
         m := re.search(
-            rf"{_ZH_SELF}(?:养了|养着|养|家里有|有)([一两二三\d]?)(?:只|条|个)?({pets})(?:[，,]?\s*(?:它|他|她)?(?:叫|名字叫)\s*([\u4e00-\u9fffA-Za-z]{{1,6}}?)(?=[，,。！!\s]|$))?",
+            rf"{_ZH_SELF}(?:养了|养着|养|家里有|有)([一两二三\d]?)(?:只|条|个)?({pets})(?:[，,]?\s*(?:它|他|她)?(?:叫|名字叫|名叫)\s*([\u4e00-\u9fffA-Za-z]{{1,6}}?)(?=[，,。！!\s]|$))?",
             clause,
         )
     ):

@@ -119,7 +119,7 @@ class Named:
 
 _ZH_PET_NAME = re.compile(
     r"（([^）]{1,8})）"  # as `resolve` writes it: 我家狗子（旺财）
-    r"|[，,]?\s*(?:的)?(?:(?:名字|小名|大名)(?:是|叫)|(?:主子|宝宝)?叫)([\u4e00-\u9fff]{1,4}?|[A-Za-z]+)(?=[，。！!,.\s~～（(]|$)"
+    r"|[，,]?\s*(?:的)?(?:(?:名字|小名|大名)(?:是|叫)|名叫|(?:主子|宝宝)?叫)([\u4e00-\u9fff]{1,4}?|[A-Za-z]+)(?=[，。！!,.\s~～（(]|$)"
     r"|([\u4e00-\u9fff]{1,3}?|[A-Za-z]+)(?=以前|之前|原来|现在|一直|今年|最近|平时|每天)"
 )
 _EN_PET_NAME = re.compile(
@@ -254,7 +254,7 @@ def pet_names(text: str) -> set[str]:
     return {n.name for _, n in named(text) if n is not None and n.name}
 
 
-_NAMING = r"(?:叫|名字是|\b(?:named|called|name\s+is))\s*"
+_NAMING = r"(?:叫|名字是|名叫|\b(?:named|called|name\s+is))\s*"
 
 
 def gives_pet_name(text: str) -> bool:

@@ -384,8 +384,10 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
             # pet ("我家猫晚上睡在我床脚") its plans and events too (a boss's words may tell the
             # speaker's own: "My boss says I'm flying to Paris next week")
             theirs = _ABOUT_SPEAKER_TAGS | (_PLAN_TAGS if pets else frozenset())
-            used.update(i for i in mine if theirs & set(ruled[i].tags))
-            mine = [i for i in mine if not theirs & set(ruled[i].tags)]
+            # (what others call the speaker is the speaker's: "朋友们都叫我老猫")
+            dropped = [i for i in mine if theirs & set(ruled[i].tags) and "called" not in ruled[i].tags]
+            used.update(dropped)
+            mine = [i for i in mine if i not in dropped]
         if mine:
             used.update(mine)
             parts_read = [read[s] for s in pieces[clause] if s in read]
