@@ -41,6 +41,9 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
         ("你可以叫我小林", "小林"),
         ("叫我阿杰就行", "阿杰"),
         ("大家都叫我胖子", "胖子"),
+        ("我叫Alice", "Alice"),
+        ("叫我Tom就行", "Tom"),
+        ("我叫 Mary Lee", "Mary Lee"),
         ("我叫了个外卖", None),  # the same verb, no name
         ("我叫车去机场", None),
         ("我叫滴滴了", None),

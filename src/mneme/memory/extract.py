@@ -496,7 +496,10 @@ _EN_TIME_TAIL = (
 
 
 _SURNAMES = json.loads(data_path("surnames.json").read_text(encoding="utf-8"))
-_ZH_NAME = r"\s*([\u4e00-\u9fff]{2,4}?)(?=[，,。！!？?\s吧就呢啊哈~]|$)"
+_ZH_NAME = (
+    r"\s*([\u4e00-\u9fff]{2,4}?|[A-Za-z][A-Za-z·'-]{1,20}(?: [A-Z][A-Za-z'-]{1,20})?)"
+    r"(?=[，,。！!？?\s吧就呢啊哈~]|$)"
+)
 _ZH_INTRO = re.compile(r"(?:我叫|我的?(?:名字|全名)(?:是|叫))" + _ZH_NAME)
 """A self-introduction: the name must read as one (`_zh_name`), 我叫车去机场 is a taxi."""
 _ZH_NICKNAME = re.compile(
@@ -510,8 +513,11 @@ not 它每天早上叫我起床 or 闹钟七点叫我 (something else calls)."""
 def _zh_name(text: str) -> bool:
     """Whether a Chinese text reads as a person's name.
 
-    A surname and one or two characters (王小明, 欧阳娜娜), or a familiar form (小雨, 阿杰, 老张).
+    A surname and one or two characters (王小明, 欧阳娜娜), a familiar form (小雨, 阿杰, 老张), or a
+    name in Latin letters with a capital (我叫Alice).
     """
+    if text.isascii():
+        return text[0].isupper()
     if text[:2] in _SURNAMES["compound"]:
         return 3 <= len(text) <= 4
     return (text[0] in _SURNAMES["single"] or text[0] in "小阿老") and 2 <= len(text) <= 3
