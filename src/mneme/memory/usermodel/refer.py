@@ -334,9 +334,13 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
         earlier: The sentences said before it, oldest first.
         outsider: Whether a sentence is about someone outside the family.
 
+    A time said first is stepped over ("晚上它睡在…" is "我家猫（咪咪）晚上睡在…"), an English "it"
+    that stands for no one is left alone (`_DUMMY_IT`), and a sentence that opens with the name
+    of a pet named earlier is that pet's (`_by_pet_name`).
+
     Returns:
-        The sentence as a statement about the named person, or None when it starts with no
-        pronoun or its person is not clear.
+        The sentence as a statement about the named person or pet, or None when it starts with
+        no pronoun or pet's name, or its person is not clear.
     """
     said = sentence.strip()
     when = _LEAD_TIME.match(said)  # "晚上它睡在…", "Every morning he wakes me up"
@@ -402,7 +406,7 @@ def _by_pet_name(said: str, earlier: Sequence[str]) -> str | None:
 
 
 def resolved(text: str, before: Sequence[str], outsider: Callable[[str], bool]) -> str:
-    """A message with each sentence that starts with a pronoun for a family member or pet resolved.
+    """A message with each sentence that starts with a pronoun (or a pet's name) resolved (`resolve`).
 
     Args:
         text: The message.

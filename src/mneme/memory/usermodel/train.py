@@ -90,6 +90,7 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     short += [f["text"] for f in family if f["label"] == "keep"]
     none += [f["text"] for f in family if f["label"] == "pass"]
     pairs = data.get("pairs", [])
+    pet_lines = [f for f in data.get("pet_lines", []) if f["half"] == "tune"]  # the report half is held out
     refused = attempts()
     return {
         "memorable": (
@@ -126,12 +127,8 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             "passage",
         ),
         "pet": (  # is a line about the speaker's pet lasting, or a passing remark (the report half checks)
-            [f["text"] for f in data.get("pet_lines", []) if f["half"] == "tune"],
-            [
-                "yes" if f["label"] == "keep" else "no"
-                for f in data.get("pet_lines", [])
-                if f["half"] == "tune"
-            ],
+            [f["text"] for f in pet_lines],
+            ["yes" if f["label"] == "keep" else "no" for f in pet_lines],
             "passage",
         ),
         "local": (  # does the answer depend on where the person is (weather, nearby, commute)
