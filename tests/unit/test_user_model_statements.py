@@ -130,3 +130,20 @@ def test_a_passing_remark_about_a_family_member_is_not_kept(text: str) -> None:
 def test_the_speakers_own_fact_is_theirs_with_or_without_a_subject(text: str) -> None:
     cands = [c for c in read_message(text) if c.aspect]
     assert cands and not any(c.others for c in cands), [(c.text, c.aspect) for c in cands]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "called"),
+    [
+        ("我叫林晓，叫我小林就行", "林晓", "小林"),
+        ("我叫林晓。你可以叫我小林，你也这么叫我吧", "林晓", "小林"),
+        ("My name is Robert, but everyone calls me Bob.", "Robert", "Bob"),
+    ],
+)
+def test_a_name_and_what_to_call_the_speaker_said_together_are_one_memory(
+    text: str, name: str, called: str
+) -> None:
+    # two memories of the one current name would have the second replace the first
+    names = [c for c in read_message(text) if c.subject == "name" or c.aspect == "name"]
+    assert len(names) == 1, [c.text for c in names]
+    assert names[0].value == name and called in names[0].text

@@ -523,37 +523,39 @@ def _zh_name(text: str) -> bool:
     return (text[0] in _SURNAMES["single"] or text[0] in "小阿老") and 2 <= len(text) <= 3
 
 
+_EN_NAME = re.compile(
+    r"\b((?i:my name is|my name's|i'm called|i am called|(?<!nobody )(?<!never )(?:(?!nobody|never)\w+ )?calls? me|(?:i )?go by))\s+"
+    r"([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)"
+)
+"""An English name ("My name is Robert") or what the speaker is called ("everyone calls me Bob",
+"call me Kate", "I go by Kate"); the name itself must be capitalised."""
+
+
+def _name(text: str, name: str, evidence: str, *, called: bool) -> Candidate:
+    """The candidate of a name, or (`called`) of what the speaker is to be called."""
+    return Candidate(
+        "profile",
+        text,
+        subject="name",
+        value=name,
+        importance=0.8,
+        evidence=evidence,
+        tags=["identity", "called"] if called else ["identity"],
+    )
+
+
 def _identity(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     zh_ok = _owner_ok(clause)
     intro = _ZH_INTRO.search(clause) if zh_ok else None
-    if m := intro if intro and _zh_name(intro.group(1)) else _ZH_NICKNAME.match(clause):
-        name = _clean(m.group(1))
+    nick = next((m for seg in segments(clause) if (m := _ZH_NICKNAME.match(seg.strip()))), None)
+    for m in (intro if intro and _zh_name(intro.group(1)) else None, nick):
+        if m is not None:
+            out.append(_name(f"名字：{_clean(m.group(1))}", _clean(m.group(1)), m.group(0), called=m is nick))
+    for m in _EN_NAME.finditer(clause):
         out.append(
-            Candidate(
-                "profile",
-                f"名字：{name}",
-                subject="name",
-                value=name,
-                importance=0.8,
-                evidence=m.group(0),
-                tags=["identity"] if m is intro else ["identity", "called"],
-            )
-        )
-    if m := re.search(
-        r"\b(?i:my name is|my name's|call me|i'm called|i am called)\s+([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)",
-        clause,
-    ):
-        name = m.group(1)
-        out.append(
-            Candidate(
-                "profile",
-                f"Name: {name}",
-                subject="name",
-                value=name,
-                importance=0.8,
-                evidence=m.group(0),
-                tags=["identity"],
+            _name(
+                f"Name: {m.group(2)}", m.group(2), m.group(0), called=not m.group(1).lower().startswith("my")
             )
         )
     if zh_ok and (

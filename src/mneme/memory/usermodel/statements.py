@@ -421,7 +421,27 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
         )
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
-    return out + _merge(new, zh)
+    return one_name(out) + _merge(new, zh)
+
+
+def one_name(found: list[Candidate]) -> list[Candidate]:
+    """A name and what the speaker is to be called, said in one message, as one memory.
+
+    "我叫林晓，叫我小林就行" or "My name is Robert, but everyone calls me Bob": both hold, and a
+    person has one current name, so two memories would have the second replace the first.
+    """
+    names = [c for c in found if c.subject == "name" and "called" not in c.tags]
+    calls = [c for c in found if c.subject == "name" and "called" in c.tags]
+    if not names or not calls or names[0].value == calls[0].value:
+        return found
+    name, call = names[0], calls[0]
+    zh = is_chinese(name.text)
+    merged = replace(
+        name,
+        text=f"{name.text}（叫我{call.value}）" if zh else f"{name.text} (goes by {call.value})",
+        tags=[*name.tags, "called"],
+    )
+    return [merged if c is name else c for c in found if c is not call]
 
 
 def refers_back(clause: str) -> bool:
