@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -18,6 +19,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from mneme.store.locks import lock_key
+
+log = logging.getLogger("mneme.checkpoints")
 
 
 class CompactSqliteSaver(SqliteSaver):
@@ -52,7 +55,9 @@ class SharedTurnLock:
 
     - `PostgresSaver`: a Postgres advisory lock, on one connection per process kept for these
       locks alone (a turn never holds a connection of the pool while it waits). Postgres releases
-      it if the process dies.
+      it if the process dies, and also if that connection breaks: the next lock call opens a new
+      one and takes the process's locks again, and logs an error for a lock another process took
+      in the meantime, or one whose connection broke while its turn ran.
     - `SqliteSaver` on a file: a POSIX record lock on one byte of `<database>.turns`, chosen by
       the thread id; the system releases it if the process dies.
     - Any other checkpointer, or SQLite in memory: nothing (one process only).
@@ -158,6 +163,7 @@ def _postgres_turn_lock(saver: Any) -> SharedTurnLock:
     # a pool: a connection of our own; one connection: its session, between the saver's calls
     guard = threading.Lock() if pooled else saver.lock
     conn: Any = None if pooled else source
+    held: set[str] = set()  # the threads whose locks this process holds
 
     def connection() -> Any:
         nonlocal conn
@@ -172,16 +178,61 @@ def _postgres_turn_lock(saver: Any) -> SharedTurnLock:
 
     weakref.finalize(saver, close)
 
+    def value(sql: str, thread: str) -> bool:
+        row = connection().execute(sql, (_key(thread),)).fetchone()
+        return bool(row[0] if isinstance(row, tuple) else next(iter(row.values())))
+
+    def reconnect() -> None:
+        # The connection broke, and Postgres released every lock it held: take them again on a
+        # new one. A lock another process took meanwhile is lost; say so.
+        nonlocal conn
+        if conn is not None and not conn.closed:
+            conn.close()
+        conn = None
+        for thread in sorted(held):
+            if value("SELECT pg_try_advisory_lock(%s)", thread):
+                log.warning(
+                    "mneme: the turn lock of thread %r was taken again after its connection broke", thread
+                )
+            else:
+                held.discard(thread)
+                log.error(
+                    "mneme: the turn lock of thread %r was lost when its connection broke; "
+                    "another process may be running a turn of the same thread",
+                    thread,
+                )
+
     def run(sql: str, thread: str) -> bool:
-        with guard:
-            row = connection().execute(sql, (_key(thread),)).fetchone()
-        value = row[0] if isinstance(row, tuple) else next(iter(row.values()))
-        return bool(value)
+        try:
+            return value(sql, thread)
+        except psycopg.OperationalError:
+            if not pooled:  # the saver's own connection: nothing of ours to mend
+                raise
+            reconnect()
+            return value(sql, thread)
 
     def try_lock(thread: str) -> bool:
-        return run("SELECT pg_try_advisory_lock(%s)", thread)
+        with guard:
+            taken = run("SELECT pg_try_advisory_lock(%s)", thread)
+            if taken:
+                held.add(thread)
+            return taken
 
     def unlock(thread: str) -> None:
-        run("SELECT pg_advisory_unlock(%s)", thread)
+        with guard:
+            if thread not in held:  # lost with a broken connection (logged then)
+                return
+            held.discard(thread)
+            try:
+                value("SELECT pg_advisory_unlock(%s)", thread)
+            except psycopg.OperationalError:
+                if not pooled:
+                    raise
+                log.error(
+                    "mneme: the connection holding the turn lock of thread %r broke during the turn; "
+                    "another process may have run a turn of the same thread meanwhile",
+                    thread,
+                )
+                reconnect()  # the locks of the process's other turns
 
     return SharedTurnLock(try_lock, unlock)

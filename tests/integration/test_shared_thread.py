@@ -128,3 +128,73 @@ def test_a_postgres_saver_on_one_connection_locks_on_its_own_session(postgres_ur
         assert waited and waited[0] >= 0.4
         with second.hold("u"), first.hold("v"):  # other threads: no wait
             pass
+
+
+def _advisory_pids(admin: object, key: int) -> list[int]:
+    rows = admin.execute(  # type: ignore[attr-defined]
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        " AND ((classid::bigint << 32) | objid::bigint) = (%s::bigint & x'ffffffffffffffff'::bigint)",
+        (key,),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_a_turn_lock_whose_connection_breaks_is_taken_again_or_its_loss_is_reported(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg_pool import ConnectionPool
+
+    from mneme.checkpoints import _key, shared_turn_lock
+
+    def free(admin: psycopg.Connection, thread: str) -> bool:
+        taken = admin.execute("SELECT pg_try_advisory_lock(%s)", (_key(thread),)).fetchone()
+        assert taken is not None
+        if taken[0]:
+            admin.execute("SELECT pg_advisory_unlock(%s)", (_key(thread),))
+        return bool(taken[0])
+
+    def break_connection(admin: psycopg.Connection, thread: str) -> None:
+        pids = _advisory_pids(admin, _key(thread))
+        assert pids, "the lock is held by a session"
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        for _ in range(100):
+            if not _advisory_pids(admin, _key(thread)):
+                return
+            time.sleep(0.05)
+
+    with (
+        ConnectionPool(postgres_url, kwargs={"autocommit": True}, open=True) as pool,
+        psycopg.connect(postgres_url, autocommit=True) as admin,
+        psycopg.connect(postgres_url, autocommit=True) as rival,
+    ):
+        lock = shared_turn_lock(PostgresSaver(pool))
+        assert lock is not None
+        # 1. broken during a turn, noticed when another turn takes its lock: taken again
+        with lock.hold("a"):
+            break_connection(admin, "a")
+            assert free(admin, "a")  # Postgres released it with the connection
+            with lock.hold("b"):
+                assert not free(admin, "a")  # held again
+        assert free(admin, "a") and free(admin, "b")
+        assert "taken again" in caplog.text
+        # 2. another process took it meanwhile: the loss is reported, the rival's lock left alone
+        caplog.clear()
+        with lock.hold("a"):
+            break_connection(admin, "a")
+            rival.execute("SELECT pg_advisory_lock(%s)", (_key("a"),))
+            with lock.hold("b"):
+                pass
+        assert "was lost" in caplog.text
+        assert not free(admin, "a")  # still the rival's
+        rival.execute("SELECT pg_advisory_unlock(%s)", (_key("a"),))
+        # 3. broken, and noticed only when the turn ends: reported, and later turns work
+        caplog.clear()
+        with lock.hold("c"):
+            break_connection(admin, "c")
+        assert "broke during the turn" in caplog.text
+        with lock.hold("c"):
+            assert not free(admin, "c")
+        assert free(admin, "c")
