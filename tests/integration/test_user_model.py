@@ -419,3 +419,32 @@ def test_what_a_pronoun_says_next_about_a_pet_is_the_pets_and_reaches_a_request_
             kept = [r for r in memory.get_all(user_id=user) if fact in r.text]
         # the pet's allergy, never the speaker's ("它对鸡肉过敏" kept as is reads as "I am allergic")
         assert kept and all(r.aspect == "pet" for r in kept), [(r.aspect, r.text) for r in kept]
+
+
+@pytest.mark.parametrize(
+    ("said", "name", "called"),
+    [
+        (["我叫林晓。", "以后叫我晓晓吧。"], "林晓", "晓晓"),
+        (["我叫何雪，朋友都叫我雪儿。", "以后叫我小雪吧，雪儿有点太嗲了。"], "何雪", "小雪"),
+        (["I'm Robert Lee.", "From now on, call me Bobby."], "Robert Lee", "Bobby"),
+        (
+            [
+                "My name is Emily Carter.",
+                "I got married and took my husband's surname, so I'm Emily Brooks now.",
+            ],
+            "Emily Brooks",
+            None,
+        ),
+    ],
+)
+def test_what_to_call_the_user_keeps_their_name_and_a_new_name_replaces_it(
+    home: Path, said: list[str], name: str, called: str | None
+) -> None:
+    with Memory.open(home) as memory:
+        for text in said:
+            memory.add(text, user_id="n", session_id="s")
+        names = [r.text for r in memory.get_all(user_id="n") if r.aspect == "name"]
+        assert len(names) == 1 and name in names[0] and (called is None or called in names[0]), names
+        assert memory.profile(user_id="n")["name"].value == name
+        if said[-1].startswith("I got married"):  # what one message says holds together
+            assert any("married" in r.text for r in memory.get_all(user_id="n")), names

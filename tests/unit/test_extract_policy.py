@@ -58,6 +58,20 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
         ("call me when you land", None),
         ("Mom calls me every Sunday", None),
         ("Nobody calls me Robert anymore", None),
+        ("大家好，我是王磊", "王磊"),  # 我是 + a surname and a given name
+        ("你好呀～本人孙悦，95后程序员", "孙悦"),
+        ("我是江苏人", None),  # what the speaker is, not who
+        ("我是高中生，想学编程", None),
+        ("我是小白", None),
+        ("平时大家都叫我Kevin", "Kevin"),
+        ("从现在开始叫我阿静吧", "阿静"),
+        ("I'm Sarah Mitchell.", "Sarah Mitchell"),
+        ("Hi, I'm Sarah", None),  # one word after "I'm" may say what, not who ("I'm Canadian")
+        ("hey there, name's Mike", "Mike"),
+        ("Everyone calls me Tommy, my real name is Thomas Green.", "Tommy|Thomas Green"),
+        ("I'm Chinese American.", None),
+        ("Hi, I'm vegan", None),
+        ("I'm tired of cooking every night", None),
     ],
 )
 def test_a_name_is_read_from_a_self_introduction_not_from_the_same_verb(text: str, name: str | None) -> None:

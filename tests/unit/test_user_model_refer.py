@@ -237,7 +237,7 @@ def test_an_it_that_stands_for_no_one_is_not_the_pet(text: str) -> None:
 
 
 def test_what_others_call_the_speaker_is_the_speakers_name_and_a_pet_named_with_mingjiao_is_kept() -> None:
-    assert any(c.text == "名字：老猫" for c in read_message("朋友们都叫我老猫"))
+    assert any(c.text == "称呼：老猫" and c.value == "老猫" for c in read_message("朋友们都叫我老猫"))
     assert any("小蓝" in c.text and c.aspect == "pet" for c in read_message("我养了一只鹦鹉，名叫小蓝"))
     said = resolved("She's terrified of thunderstorms", ["I've got a rescue mutt, Juniper."], outsider)
     assert said.startswith("My mutt Juniper")

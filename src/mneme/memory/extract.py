@@ -57,6 +57,8 @@ class Candidate:
     """How likely it is a change of mind, as the offline reader's `change` head reads it (0..1;
     0 where nothing measured it): with the `supersedes` head it decides which earlier memory,
     if any, it replaces."""
+    message: int | None = None
+    """Which of a job's messages it was read from (None: not known, as from an LLM)."""
     certainty: float = 1.0
     """How sure the reader is of `aspect` (a rule's field: 1.0; a classifier: its probability)."""
     near: tuple[str, ...] = ()
@@ -502,12 +504,25 @@ _ZH_NAME = (
 )
 _ZH_INTRO = re.compile(r"(?:我叫|我的?(?:名字|全名)(?:是|叫))" + _ZH_NAME)
 """A self-introduction: the name must read as one (`_zh_name`), 我叫车去机场 is a taxi."""
+_ZH_IAM = re.compile(r"(?:^|(?<=[～~！!，,、\s]))(?:我是|我就是|本人)" + _ZH_NAME)
+"""我是张雨婷, 本人孙悦: a name only when it is a surname and a given name (`_zh_full_name`)."""
+_ROLE_ENDS = "人生员领座族派迷粉痴师妈爸控党身手货友"
+"""What 我是… ends with when it says what the speaker is (江苏人, 高中生, 白领, 金牛座, 路痴)."""
 _ZH_NICKNAME = re.compile(
-    r"^(?:你们?|您|大家|朋友们?|同事们?|别人|家里人)?(?:以后|今后|平时|一般|都|就|直接|可以|也|还是)*叫我"
-    + _ZH_NAME
+    r"^(?:以后|今后|往后|平时|一般|从(?:现在|今天|今儿)(?:开始|起))*(?:你们?|您|大家|朋友们?|同事们?|别人|家里人)?"
+    r"(?:以后|今后|往后|平时|一般|都|就|直接|可以|也|还是|从(?:现在|今天|今儿)(?:开始|起))*叫我" + _ZH_NAME
 )
 """What the speaker is to be called, said at the head of the clause: 你可以叫我小林, 大家都叫我胖子;
 not 它每天早上叫我起床 or 闹钟七点叫我 (something else calls)."""
+_EN_NAME = re.compile(
+    r"\b((?i:my (?:real |full |legal )?name is|(?:my )?name's|i'm called|i am called"
+    r"|(?<!nobody )(?<!never )(?:(?!nobody|never)\w+ )?calls? me|(?:i )?go by))\s+"
+    r"([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)"
+    r"|\b(?i:i'm|i am|this is)\s+([A-Z][a-z'-]+\s[A-Z][a-z'-]+)(?=\s*(?:[,.!;?]|$|\s(?:and|but|from|now|here)\b))"
+)
+"""An English name ("My name is Robert", "I'm Sarah Mitchell") or what the speaker is called
+("everyone calls me Bob", "call me Kate", "I go by Kate"); capitalised, and after "I'm" a first
+and a last name (`_en_full_name`: "I'm Canadian" is no name)."""
 
 
 def _zh_name(text: str) -> bool:
@@ -523,12 +538,18 @@ def _zh_name(text: str) -> bool:
     return (text[0] in _SURNAMES["single"] or text[0] in "小阿老") and 2 <= len(text) <= 3
 
 
-_EN_NAME = re.compile(
-    r"\b((?i:my name is|my name's|i'm called|i am called|(?<!nobody )(?<!never )(?:(?!nobody|never)\w+ )?calls? me|(?:i )?go by))\s+"
-    r"([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)"
-)
-"""An English name ("My name is Robert") or what the speaker is called ("everyone calls me Bob",
-"call me Kate", "I go by Kate"); the name itself must be capitalised."""
+_NOT_NAMES = frozenset(_SURNAMES["not_en_names"])
+"""Capitalised words after "I'm" that say what someone is, not who ("I'm Chinese American")."""
+
+
+def _en_full_name(text: str) -> bool:
+    """Two capitalised words that can be a name (not "Chinese American", "Team Edward")."""
+    return not any(word.lower() in _NOT_NAMES for word in text.split())
+
+
+def _zh_full_name(text: str) -> bool:
+    """A surname and a given name, not what one is (我是江苏人, 我是高中生)."""
+    return _zh_name(text) and text[0] not in "小阿老" and text[-1] not in _ROLE_ENDS
 
 
 def _name(text: str, name: str, evidence: str, *, called: bool) -> Candidate:
@@ -544,20 +565,31 @@ def _name(text: str, name: str, evidence: str, *, called: bool) -> Candidate:
     )
 
 
+CALLED_ZH, CALLED_EN = "称呼：", "Goes by: "
+"""How a memory of what the speaker is to be called (and no name) begins."""
+
+
 def _identity(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     zh_ok = _owner_ok(clause)
     intro = _ZH_INTRO.search(clause) if zh_ok else None
+    if not (intro and _zh_name(intro.group(1))):
+        intro = next((m for m in _ZH_IAM.finditer(clause) if _zh_full_name(m.group(1))), None)
     nick = next((m for seg in segments(clause) if (m := _ZH_NICKNAME.match(seg.strip()))), None)
-    for m in (intro if intro and _zh_name(intro.group(1)) else None, nick):
-        if m is not None:
-            out.append(_name(f"名字：{_clean(m.group(1))}", _clean(m.group(1)), m.group(0), called=m is nick))
-    for m in _EN_NAME.finditer(clause):
+    if intro is not None:
         out.append(
-            _name(
-                f"Name: {m.group(2)}", m.group(2), m.group(0), called=not m.group(1).lower().startswith("my")
-            )
+            _name(f"名字：{_clean(intro.group(1))}", _clean(intro.group(1)), intro.group(0), called=False)
         )
+    if nick is not None:
+        out.append(
+            _name(f"{CALLED_ZH}{_clean(nick.group(1))}", _clean(nick.group(1)), nick.group(0), called=True)
+        )
+    for m in _EN_NAME.finditer(clause):
+        name = m.group(2) or m.group(3)
+        if m.group(3) and not _en_full_name(name):
+            continue
+        called = m.group(2) is not None and not m.group(1).lower().startswith(("my", "name"))
+        out.append(_name(f"{CALLED_EN if called else 'Name: '}{name}", name, m.group(0), called=called))
     if zh_ok and (
         m := re.search(r"我(?:今年|现在)?(?:已经)?(\d{1,3}|[一二三四五六七八九十]{1,3})岁(?!的)", clause)
     ):

@@ -92,8 +92,8 @@ def rules(texts: list[str], now: datetime | None = None, before: Sequence[str] =
         before: The user's messages just before them (only read: whom a pronoun stands for).
     """
     out: list[Candidate] = []
-    for text, earlier in zip(texts, said_before_each(texts, before), strict=True):
-        out += read_message(text, now=now, before=earlier)
+    for n, (text, earlier) in enumerate(zip(texts, said_before_each(texts, before), strict=True)):
+        out += [replace(c, message=n) for c in read_message(text, now=now, before=earlier)]
     return out
 
 

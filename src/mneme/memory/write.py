@@ -26,7 +26,13 @@ from langgraph.store.base import BaseStore, PutOp
 
 from mneme.errors import InputError, NotFoundError
 from mneme.memory import expiry
-from mneme.memory.extract import Candidate, forget_parts, names_only_a_field, subject_of_topic
+from mneme.memory.extract import (
+    CALLED_ZH,
+    Candidate,
+    forget_parts,
+    names_only_a_field,
+    subject_of_topic,
+)
 from mneme.memory.forget import scrub_store
 from mneme.memory.gist import filler_only_difference, polarity, same_object
 from mneme.memory.guard import field_texts, keep_lines, poisoning_reason
@@ -182,6 +188,32 @@ def stable_id(*parts: str) -> str:
     return uuid.uuid5(_ID_NS, "\x1f".join(parts)).hex
 
 
+def called_by(name: MemoryRecord | None, text: str, value: str | None) -> tuple[str, str | None]:
+    """What the speaker is now to be called, added to the name they gave before.
+
+    "名字：林晓", then "以后叫我晓晓吧": 名字：林晓（叫我晓晓）, the name still 林晓. Without a name
+    before (only what they were called), the new text stands alone.
+
+    Args:
+        name: The person's current name memory, if any.
+        text: The new memory's text (`称呼：晓晓`, or a name with what to call them).
+        value: What to call them.
+
+    Returns:
+        The text and value to store.
+    """
+    if name is None or not name.value or not value or name.value == value:
+        return text, value
+    if not name.text.startswith(("名字：", "Name: ")):
+        return text, value  # what they were called before, no name
+    if text.startswith(("名字：", "Name: ")):
+        return text, value  # a name again, with what to call them: it says it all
+    zh = text.startswith(CALLED_ZH)
+    return (
+        f"名字：{name.value}（叫我{value}）" if zh else f"Name: {name.value} (goes by {value})"
+    ), name.value
+
+
 def field_id(user_id: str, kind: Kind, subject: str) -> str:
     """The id of a keyed memory (a profile field, an order): one id across all its values."""
     return stable_id(user_id, kind, "subject", subject)
@@ -204,6 +236,10 @@ def default_ttl() -> dict[str, float | None]:
     }
 
 
+WRITTEN = ("ADD", "SUPERSEDE", "UPDATE")
+"""The operations that leave a memory written by the candidate."""
+
+
 @dataclass
 class WriteContext:
     """Who is writing, from where, under which policy."""
@@ -221,6 +257,10 @@ class WriteContext:
     from_messages: bool = False
     """Whether it was read from the user's own messages by the extractor (False: a memory given
     as is, by `save`, a memory tool or an import)."""
+    fresh: frozenset[str] = frozenset()
+    """Memories written earlier in this call from the same message as the candidate: never
+    replaced by it (what one message says holds together: "I got married and took my husband's
+    surname, so I'm Emily Brooks now" keeps the new name beside the marriage)."""
 
     def screened(self) -> WriteContext:
         """This context with personal data masked in its metadata values and its session id."""
@@ -263,9 +303,17 @@ class Writer:
         ctx = ctx.screened()
         with user_lock(self.store, ctx.user_id):
             self._maybe_sweep(ctx.user_id)
+            made: dict[str, int] = {}  # memory id -> the message it was written from
             for cand in candidates:
-                done = self._one(cand, ctx)
+                fresh = (
+                    frozenset(i for i, m in made.items() if m == cand.message)
+                    if cand.message is not None
+                    else None
+                )
+                done = self._one(cand, replace(ctx, fresh=fresh) if fresh else ctx)
                 changes.extend(done)
+                if cand.message is not None:
+                    made.update((c.id, cand.message) for c in done if c.id and c.operation in WRITTEN)
                 if cand.action == "forget":
                     forgotten += [c.text for c in done if c.operation == "DELETE"]
         if forgotten:  # after the lock: a recap quoting them is deleted through `delete`, which takes it
@@ -634,6 +682,8 @@ class Writer:
             if keyed
             else fact_id(ctx.user_id, cand.kind, text)
         )
+        if keyed and "called" in cand.tags:  # "以后叫我晓晓吧" keeps the name said before
+            text, value = called_by(self.repo.get(ctx.user_id, rid, kinds=[cand.kind]), text, value)
         record = self._record(
             cand, ctx, rid, text, value, red.hidden, max(cand.sensitivity, 1 if red.found else 0)
         )
@@ -641,11 +691,15 @@ class Writer:
         if digest:
             record.metadata[HIDDEN_DIGEST] = digest
         existing = self.repo.get(ctx.user_id, rid, kinds=[cand.kind])
+        if existing is not None and existing.id in ctx.fresh and value is None:
+            # a rule of the same message gave the field its value; a classifier's reading of
+            # another clause under the same aspect does not replace it
+            return [self._noop(existing, "the same message already gave this field")]
         if existing is not None:
             if not other_data(existing, digest) and (
                 not keyed
                 or normalize_text(existing.text) == normalize_text(text)
-                or (value is not None and existing.value == value)
+                or (value is not None and existing.value == value and "called" not in cand.tags)
                 or (polarity(existing.text) == polarity(text) and filler_only_difference(existing.text, text))
             ):
                 return [self._said_again(existing, "same memory already stored")]
@@ -695,8 +749,10 @@ class Writer:
                 best, rel = similar[0]
                 if rel >= CORRECTION_RELEVANCE:
                     replaced = best
+        if replaced is not None and replaced.id in ctx.fresh:
+            replaced = None
         if replaced is None and cand.aspect:
-            replaced = self._revised(text, cand, ctx.user_id, on_pair=ctx.from_messages)
+            replaced = self._revised(text, cand, ctx.user_id, on_pair=ctx.from_messages, fresh=ctx.fresh)
         if cand.tentative and replaced is None:
             return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]
         if replaced is not None:
@@ -709,7 +765,13 @@ class Writer:
         return [MemoryChange(operation="ADD", id=record.id, text=record.text, kind=record.kind)]
 
     def _revised(
-        self, text: str, cand: Candidate, user_id: str, *, on_pair: bool = True
+        self,
+        text: str,
+        cand: Candidate,
+        user_id: str,
+        *,
+        on_pair: bool = True,
+        fresh: frozenset[str] = frozenset(),
     ) -> MemoryRecord | None:
         """The current user-model memory a statement replaces as a change of mind, if any.
 
@@ -744,14 +806,18 @@ class Writer:
             area = [cand.aspect or ""]
         else:
             area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
-        in_area = self._similar(text, USER_MODEL_KINDS, user_id, {"aspect": {"$in": area}})
+        in_area = [
+            (old, rel)
+            for old, rel in self._similar(text, USER_MODEL_KINDS, user_id, {"aspect": {"$in": area}})
+            if old.id not in fresh
+        ]
         pool = {old.id: (old, True, rel) for old, rel in in_area}
         if change >= CHANGE_FAR:
             for old, rel in self._similar(text, USER_MODEL_KINDS, user_id):
                 # a brother's move replaces no home of the user's, nor the user's move his
                 if old.aspect and (old.aspect == OTHERS_ASPECT) == cand.others:
                     pool.setdefault(old.id, (old, old.aspect in area, rel))
-        olds = list(pool.values())
+        olds = [entry for key, entry in pool.items() if key not in fresh]  # (the far ones too)
         if not olds:
             return None
         chance = supersedes([old.text for old, _, _ in olds], text)
