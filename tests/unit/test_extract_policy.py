@@ -72,6 +72,13 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
         ("I'm Chinese American.", None),
         ("Hi, I'm vegan", None),
         ("I'm tired of cooking every night", None),
+        ("我改名了，现在叫吴思琪", "吴思琪"),
+        ("叫我Kevin就好，中文名是张凯", "张凯|Kevin"),
+        ("I got married last month and changed my name to Sarah Okafor.", "Sarah Okafor"),
+        ("I legally changed my name, I'm now Jordan Rivers.", "Jordan Rivers"),
+        ("you can just call me J, can you help me fix this regex?", "J"),
+        ("Write a short story where the hero says 'My name is Arthur Pendragon.'", None),  # a story's line
+        ("帮我写个故事，主角开口就说“我叫李雷”", None),
     ],
 )
 def test_a_name_is_read_from_a_self_introduction_not_from_the_same_verb(text: str, name: str | None) -> None:

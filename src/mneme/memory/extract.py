@@ -502,7 +502,10 @@ _ZH_NAME = (
     r"\s*([\u4e00-\u9fff]{2,4}?|[A-Za-z][A-Za-z·'-]{1,20}(?: [A-Z][A-Za-z'-]{1,20})?)"
     r"(?=[，,。！!？?\s吧就呢啊哈~]|$)"
 )
-_ZH_INTRO = re.compile(r"(?:我叫|我的?(?:名字|全名)(?:是|叫))" + _ZH_NAME)
+_ZH_INTRO = re.compile(
+    r"(?:我(?:现在|已经)?叫|(?:我的?|^|(?<=[，,]))(?:名字|全名|中文名|真名|大名)(?:是|叫|改成了?)"
+    r"|(?:我|^|(?<=[，,]))(?:已经)?改名(?:叫|为|成)了?|(?<=改名了[，,])现在叫)" + _ZH_NAME
+)
 """A self-introduction: the name must read as one (`_zh_name`), 我叫车去机场 is a taxi."""
 _ZH_IAM = re.compile(r"(?:^|(?<=[～~！!，,、\s]))(?:我是|我就是|本人)" + _ZH_NAME)
 """我是张雨婷, 本人孙悦: a name only when it is a surname and a given name (`_zh_full_name`)."""
@@ -510,15 +513,16 @@ _ROLE_ENDS = "人生员领座族派迷粉痴师妈爸控党身手货友"
 """What 我是… ends with when it says what the speaker is (江苏人, 高中生, 白领, 金牛座, 路痴)."""
 _ZH_NICKNAME = re.compile(
     r"^(?:以后|今后|往后|平时|一般|从(?:现在|今天|今儿)(?:开始|起))*(?:你们?|您|大家|朋友们?|同事们?|别人|家里人)?"
-    r"(?:以后|今后|往后|平时|一般|都|就|直接|可以|也|还是|从(?:现在|今天|今儿)(?:开始|起))*叫我" + _ZH_NAME
+    r"(?:(?:以后|今后|往后|平时|一般|都|就|直接|可以|也|还是|从(?:现在|今天|今儿)(?:开始|起))*叫我"
+    r"|^(?:我的?)?英文名(?:字)?(?:是|叫))" + _ZH_NAME
 )
 """What the speaker is to be called, said at the head of the clause: 你可以叫我小林, 大家都叫我胖子;
 not 它每天早上叫我起床 or 闹钟七点叫我 (something else calls)."""
 _EN_NAME = re.compile(
-    r"\b((?i:my (?:real |full |legal )?name is|(?:my )?name's|i'm called|i am called"
+    r"\b((?i:my (?:real |full |legal |new )?name is|(?:my )?name's|i'm called|i am called|changed my name to"
     r"|(?<!nobody )(?<!never )(?:(?!nobody|never)\w+ )?calls? me|(?:i )?go by))\s+"
-    r"([A-Z][\w'-]+(?:\s[A-Z][\w'-]+)?)"
-    r"|\b(?i:i'm|i am|this is)\s+([A-Z][a-z'-]+\s[A-Z][a-z'-]+)(?=\s*(?:[,.!;?]|$|\s(?:and|but|from|now|here)\b))"
+    r"([A-Z](?:[\w'-]+(?:\s[A-Z][\w'-]+)?)?)(?![\w'-])"
+    r"|\b(?i:i'm|i am|this is)\s+(?:now\s+)?([A-Z][a-z'-]+\s[A-Z][a-z'-]+)(?=\s*(?:[,.!;?]|$|\s(?:and|but|from|now|here)\b))"
 )
 """An English name ("My name is Robert", "I'm Sarah Mitchell") or what the speaker is called
 ("everyone calls me Bob", "call me Kate", "I go by Kate"); capitalised, and after "I'm" a first
@@ -569,6 +573,16 @@ CALLED_ZH, CALLED_EN = "称呼：", "Goes by: "
 """How a memory of what the speaker is to be called (and no name) begins."""
 
 
+def quoted(clause: str, at: int) -> bool:
+    """Whether a position of a clause is inside quotation marks: someone's words, a story's line."""
+    before = clause[:at]
+    return (
+        any(before.count(a) > before.count(b) for a, b in ("“”", "「」", "『』"))
+        or before.count('"') % 2 == 1
+        or bool(re.search(r"(?:^|\s)'[^']*$", before))
+    )
+
+
 def _identity(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     zh_ok = _owner_ok(clause)
@@ -576,19 +590,17 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
     if not (intro and _zh_name(intro.group(1))):
         intro = next((m for m in _ZH_IAM.finditer(clause) if _zh_full_name(m.group(1))), None)
     nick = next((m for seg in segments(clause) if (m := _ZH_NICKNAME.match(seg.strip()))), None)
-    if intro is not None:
-        out.append(
-            _name(f"名字：{_clean(intro.group(1))}", _clean(intro.group(1)), intro.group(0), called=False)
-        )
-    if nick is not None:
-        out.append(
-            _name(f"{CALLED_ZH}{_clean(nick.group(1))}", _clean(nick.group(1)), nick.group(0), called=True)
-        )
+    if intro is not None and not quoted(clause, intro.start()):
+        name = _clean(intro.group(1))
+        out.append(_name(f"名字：{name}", name, intro.group(0), called=False))
+    if nick is not None and not quoted(clause, clause.find(nick.group(0))):
+        name = _clean(nick.group(1))
+        out.append(_name(f"{CALLED_ZH}{name}", name, nick.group(0), called=True))
     for m in _EN_NAME.finditer(clause):
         name = m.group(2) or m.group(3)
-        if m.group(3) and not _en_full_name(name):
+        if (m.group(3) and not _en_full_name(name)) or quoted(clause, m.start()):
             continue
-        called = m.group(2) is not None and not m.group(1).lower().startswith(("my", "name"))
+        called = m.group(2) is not None and bool(re.search(r"(?i)call|go by", m.group(1)))
         out.append(_name(f"{CALLED_EN if called else 'Name: '}{name}", name, m.group(0), called=called))
     if zh_ok and (
         m := re.search(r"我(?:今年|现在)?(?:已经)?(\d{1,3}|[一二三四五六七八九十]{1,3})岁(?!的)", clause)
