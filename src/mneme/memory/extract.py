@@ -731,6 +731,12 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
     return out
 
 
+_KIN_PETS = json.loads(data_path("kin.json").read_text(encoding="utf-8"))["pets"]
+_PETS_ZH = "|".join(sorted(_KIN_PETS["zh"], key=len, reverse=True))
+_PETS_EN = "|".join(re.escape(p) for p in sorted(_KIN_PETS["en"], key=len, reverse=True))
+"""The words for pets (`data/kin.json`, which `usermodel.refer` reads too), longest first."""
+
+
 def _family(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     zh_ok = _owner_ok(clause)
@@ -749,10 +755,10 @@ def _family(clause: str, now: datetime) -> list[Candidate]:
                 tags=["family"],
             )
         )
-    pets = r"猫咪|小猫|猫|狗狗|小狗|狗|兔子|鹦鹉|仓鼠|乌龟|金鱼"
     if zh_ok and (
         m := re.search(
-            rf"{_ZH_SELF}(?:养了|养着|养|家里有|有)([一两二三\d]?)(?:只|条|个)?({pets})(?:[，,]?\s*(?:它|他|她)?(?:叫|名字叫|名叫)\s*([\u4e00-\u9fffA-Za-z]{{1,6}}?)(?=[，,。！!\s]|$))?",
+            rf"{_ZH_SELF}(?:养了|养着|养|家里有|家有|有)([一两二三\d]?)(?:只|条|个)?((?:(?![养有的])[\u4e00-\u9fff]){{0,2}}?"
+            rf"(?:{_PETS_ZH}))(?:[，,]?\s*(?:它|他|她)?(?:叫|名字叫|名叫)\s*([\u4e00-\u9fffA-Za-z]{{1,6}}?)(?=[，,。！!\s]|$))?",
             clause,
         )
     ):
@@ -782,7 +788,7 @@ def _family(clause: str, now: datetime) -> list[Candidate]:
             )
         )
     if m := re.search(
-        r"\bI have (a|an|one|two|three|\d) (cats?|dogs?|pupp(?:y|ies)|kittens?|rabbits?|parrots?|hamsters?|turtles?|fish)(?: (?:named|called) ([A-Z]\w+))?",
+        rf"\bI have (a|an|one|two|three|\d) ((?:{_PETS_EN})(?:s|es)?)\b(?: (?:named|called) ([A-Z]\w+))?",
         clause,
         re.I,
     ):

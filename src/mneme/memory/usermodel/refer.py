@@ -47,14 +47,18 @@ _ZH_NAMED = re.compile(
     rf"(?:^|我(?:的|家)?|咱(?:家)?|(?:我|咱)(?:家)?有(?:一)?个)({_ZH_ORDER}(?:{_ZH_KIN}))(?!们)"
 )
 _EN_NAMED = re.compile(rf"\b(?:my|our)\s+({_EN_ORDER}(?:{_EN_KIN}))\b", re.I)
-_ZH_PET_NAMED = re.compile(
-    rf"(?:^|(?:我|咱)(?:们)?(?:家的?|的|养的|(?:家)?(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接)了|(?:家)?有)"
-    rf"|(?:(?<![\u4e00-\u9fff])|(?<=[我咱们]))家里(?:的|养的|(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接)了|有))"
-    rf"(?:一|两|几)?(?:那|这)?(?:只|条|个|头)?"
-    rf"(?:宠物)?({_ZH_PET})(?![粮窝砂笼绳])"
+_ZH_PET_KIND = (
+    r"(?:(?:一|两|几)?(?:那|这)?(?:(?:只|条|个|头)(?:(?![养有的只条个头])[\u4e00-\u9fff]){0,2}?|[小大老]?))"
 )
-"""The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, 家里有只橘猫 (not 朋友家里), or a pet word
-opening the sentence when a name follows ("狗子叫旺财", `named`)."""
+"""What comes between owning and the pet word: a count and a classifier, then at most two words of
+kind or colour (一只虎皮鹦鹉, 只小橘猫), or 小/大/老 alone (我家小橘猫)."""
+_ZH_PET_NAMED = re.compile(
+    rf"(?:^|(?:我|咱)(?:们)?(?:家的?|的|养的|(?:家)?(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接|来)了|(?:家)?有)"
+    rf"|(?:(?<![\u4e00-\u9fff])|(?<=[我咱们]))家里(?:的|养的|(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接|来)了|有))"
+    rf"{_ZH_PET_KIND}(?:宠物)?({_ZH_PET})(?![粮窝砂笼绳])"
+)
+"""The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, 家里有只橘猫 (not 朋友家里), 我养了一只虎皮
+鹦鹉, or a pet word opening the sentence when a name follows ("狗子叫旺财", `named`)."""
 _EN_PET_NAMED = re.compile(
     rf"(?:\b(?:my|our)|(?:^|\bI\s+|\bwe\s+|\bI've\s+|\bwe've\s+)(?:just\s+|recently\s+|finally\s+)?"
     rf"(?:adopted|got|have|rescued|bought|brought\s+home|took\s+in)\s+(?:a|an|two|three))"
