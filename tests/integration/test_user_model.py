@@ -448,3 +448,17 @@ def test_what_to_call_the_user_keeps_their_name_and_a_new_name_replaces_it(
         assert memory.profile(user_id="n")["name"].value == name
         if said[-1].startswith("I got married"):  # what one message says holds together
             assert any("married" in r.text for r in memory.get_all(user_id="n")), names
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        ["My name is Dana Lee.", "Just brought home a hedgehog! We call him Quill"],
+        ["我叫林晓", "我新来了一只玄凤鹦鹉，名字叫小黄"],
+    ],
+)
+def test_a_pets_name_never_replaces_the_users(home: Path, said: list[str]) -> None:
+    with Memory.open(home) as memory:
+        for text in said:
+            memory.add(text, user_id="p", session_id="s")
+        assert memory.profile(user_id="p")["name"].value in ("Dana Lee", "林晓")

@@ -79,6 +79,7 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
         ("you can just call me J, can you help me fix this regex?", "J"),
         ("Write a short story where the hero says 'My name is Arthur Pendragon.'", None),  # a story's line
         ("帮我写个故事，主角开口就说“我叫李雷”", None),
+        ("我新来了一只虎皮鹦鹉，名字叫豆豆", None),  # the parrot's name
     ],
 )
 def test_a_name_is_read_from_a_self_introduction_not_from_the_same_verb(text: str, name: str | None) -> None:

@@ -241,3 +241,31 @@ def test_what_others_call_the_speaker_is_the_speakers_name_and_a_pet_named_with_
     assert any("小蓝" in c.text and c.aspect == "pet" for c in read_message("我养了一只鹦鹉，名叫小蓝"))
     said = resolved("She's terrified of thunderstorms", ["I've got a rescue mutt, Juniper."], outsider)
     assert said.startswith("My mutt Juniper")
+
+
+@pytest.mark.parametrize(
+    ("text", "before", "expected"),
+    [
+        # the sentence before was itself a pronoun's: it is read as resolved
+        (
+            "She's allergic to chicken",
+            ["Meet my new kitten! She's a Maine Coon and we call her Maple"],
+            "My kitten",
+        ),
+        # a kind or colour before the pet word, a name given with 叫它, adoption without 我
+        ("它对牛肉过敏", ["刚领养了一只英短蓝猫，叫它灰灰"], "我家英短蓝猫（灰灰）"),
+        ("它特别怕生人", ["刚从救助站领养了一只暹罗猫"], "我家暹罗猫"),
+        ("它爱学人说话", ["我养了一只虎皮鹦鹉，叫豆豆"], "我家鹦鹉（豆豆）"),
+        # a name after the kind ("a German shepherd puppy, Koda"), or "the dog's name is"
+        (
+            "Koda's allergic to beef",
+            ["We just brought home a German shepherd puppy, Koda"],
+            "My shepherd Koda",
+        ),
+        ("Biscuit hates baths", ["The dog's name is Biscuit, a 3-year-old corgi"], "My dog Biscuit"),
+    ],
+)
+def test_what_is_said_next_of_a_pet_introduced_in_other_words_is_the_pets(
+    text: str, before: list[str], expected: str
+) -> None:
+    assert resolved(text, before, outsider).startswith(expected)

@@ -236,6 +236,9 @@ def default_ttl() -> dict[str, float | None]:
     }
 
 
+NAME_ASPECT = "name"
+"""The person's name: a field only the rules' self-introductions set (`keyed_by_aspect`); a
+statement the classifiers read under it replaces it only when read as a change."""
 WRITTEN = ("ADD", "SUPERSEDE", "UPDATE")
 """The operations that leave a memory written by the candidate."""
 
@@ -751,7 +754,11 @@ class Writer:
                     replaced = best
         if replaced is not None and replaced.id in ctx.fresh:
             replaced = None
-        if replaced is None and cand.aspect:
+        if cand.aspect == NAME_ASPECT and value is None and cand.change < CHANGE_FAR:
+            replaced = (
+                None  # "We call him Quill" (a pet's) replaces no name; "just Bob is fine from now on" does
+            )
+        elif replaced is None and cand.aspect:
             replaced = self._revised(text, cand, ctx.user_id, on_pair=ctx.from_messages, fresh=ctx.fresh)
         if cand.tentative and replaced is None:
             return [MemoryChange(operation="NOOP", id=None, text=text, reason="an update of nothing known")]
@@ -1111,6 +1118,8 @@ def keyed_by_aspect(cand: Candidate) -> Candidate:
     """
     aspect = taxonomy().aspect(cand.aspect)
     if aspect is None or not aspect.single or cand.subject is not None or cand.certainty < KEY_CERTAINTY:
+        return cand
+    if aspect.key == NAME_ASPECT:  # only a name the rules read replaces one ("We call him Quill" is a pet's)
         return cand
     return replace(cand, subject=aspect.subject, kind=aspect.kind)
 

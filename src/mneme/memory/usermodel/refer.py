@@ -53,16 +53,18 @@ _ZH_PET_KIND = (
 """What comes between owning and the pet word: a count and a classifier, then at most two words of
 kind or colour (一只虎皮鹦鹉, 只小橘猫), or 小/大/老 alone (我家小橘猫)."""
 _ZH_PET_NAMED = re.compile(
-    rf"(?:^|(?:我|咱)(?:们)?(?:家的?|的|养的|(?:家)?(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接|来)了|(?:家)?有)"
+    rf"(?:^(?:今天|昨天|前几天|上周)?(?:刚|新|才|最近)?(?:从[\u4e00-\u9fff]{{1,6}}?)?(?:领养|收养|买|捡|接)了"
+    rf"|^|(?:我|咱)(?:们)?(?:家的?|的|养的|(?:家)?(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接|来)了|(?:家)?有)"
     rf"|(?:(?<![\u4e00-\u9fff])|(?<=[我咱们]))家里(?:的|养的|(?:刚|新|才|最近)?(?:领养|收养|养|买|捡|接|来)了|有))"
-    rf"{_ZH_PET_KIND}(?:宠物)?({_ZH_PET})(?![粮窝砂笼绳])"
+    rf"{_ZH_PET_KIND}(?:宠物)?((?:{_ZH_PET})+)(?![粮窝砂笼绳])"
 )
 """The speaker's pet: 我家狗, 我养的猫, 我刚领养了一只小狗, 家里有只橘猫 (not 朋友家里), 我养了一只虎皮
 鹦鹉, or a pet word opening the sentence when a name follows ("狗子叫旺财", `named`)."""
 _EN_PET_NAMED = re.compile(
     rf"(?:\b(?:my|our)|(?:^|\bI\s+|\bwe\s+|\bI've\s+|\bwe've\s+)(?:just\s+|recently\s+|finally\s+)?"
     rf"(?:adopted|got|have|rescued|bought|brought\s+home|took\s+in)\s+(?:a|an|two|three))"
-    rf"\s+(?:[\w-]+\s+){{0,2}}?({_EN_PET})\b",
+    rf"\s+(?:[\w-]+\s+){{0,2}}?({_EN_PET})\b(?:\s+(?:{_EN_PET})\b)?"
+    rf"|\bthe\s+({_EN_PET})(?=(?:'s|’s)\s+name\b)",
     re.I,
 )
 _OUTSIDER = re.compile(rf"(?:{OUTSIDERS_ZH})|\b(?:{OUTSIDERS_EN})s?\b", re.I)
@@ -123,11 +125,13 @@ class Named:
 
 _ZH_PET_NAME = re.compile(
     r"（([^）]{1,8})）"  # as `resolve` writes it: 我家狗子（旺财）
-    r"|[，,]?\s*(?:的)?(?:(?:名字|小名|大名)(?:是|叫)|名叫|(?:主子|宝宝)?叫)([\u4e00-\u9fff]{1,4}?|[A-Za-z]+)(?=[，。！!,.\s~～（(]|$)"
+    r"|[，,]?\s*(?:的)?(?:(?:名字|小名|大名)(?:是|叫)|名叫|(?:主子|宝宝)?叫(?:它|她|他)?)([\u4e00-\u9fff]{1,4}?|[A-Za-z]+)(?=[，。！!,.\s~～（(]|$)"
     r"|([\u4e00-\u9fff]{1,3}?|[A-Za-z]+)(?=以前|之前|原来|现在|一直|今年|最近|平时|每天)"
 )
 _EN_PET_NAME = re.compile(
-    r",?\s*(?:(?:named|called|(?:'s|’s)\s+name\s+is|is\s+(?:named|called))\s+([A-Za-z]+)|([A-Z][a-z]+)\b)"
+    r",?\s*(?:an?\s+(?:[\w-]+\s+){0,3}?)?(?:named|called|(?:'s|’s)\s+name\s+is|is\s+(?:named|called))\s+([A-Za-z]+)"
+    r"|,?\s*([A-Z][a-z]+)\b"
+    r"|[,!.]?\s*(?:and\s+)?(?:we|I)\s+(?:call(?:ed)?|named)\s+(?:him|her|it)\s+([A-Z][A-Za-z]+)"
 )
 _OTHERS_PET = re.compile(
     rf"(?:{_ZH_KIN}|{OUTSIDERS_ZH})(?:家的?|的|养的|(?:也)?养了|有)(?:一|两|几)?(?:只|条|个)?({_ZH_PET})"
@@ -173,9 +177,10 @@ def named(sentence: str) -> list[tuple[int, Named | None]]:
         said = f"我家{m.group(1)}（{name}）" if name else f"我家{m.group(1)}"
         found.append((range(m.start(1), m.end(1)), Named(said, "pet", name)))
     for m in _EN_PET_NAMED.finditer(sentence):
-        name = _pet_name(sentence, m.end(1), zh=False)
-        said = f"my {m.group(1).lower()} {name}".strip()
-        found.append((range(m.start(1), m.end(1)), Named(said, "pet", name)))
+        kind = m.lastindex or 1  # "my new kitten", or "the dog's name is…"
+        name = _pet_name(sentence, m.end(), zh=False)  # after "a German shepherd puppy"
+        said = f"my {m.group(kind).lower()} {name}".strip()
+        found.append((range(m.start(kind), m.end(kind)), Named(said, "pet", name)))
     others = [range(m.start(), m.end()) for m in _OUTSIDER.finditer(sentence)]
     # the animal, not its owner (a group for each language)
     others += [
@@ -420,7 +425,10 @@ def resolved(text: str, before: Sequence[str], outsider: Callable[[str], bool]) 
     Returns:
         The message, the same but for those sentences.
     """
-    earlier = [c for t in before for c in clauses(t)]
+    earlier: list[str] = []
+    for said in before:  # read as they were: "She's a Maine Coon" after "Meet my new kitten!" is the kitten
+        for clause in clauses(said):
+            earlier.append(resolve(clause, earlier, outsider) or clause)
     out, cursor = text, 0
     for sentence in clauses(text):
         at = out.find(sentence, cursor)
