@@ -693,6 +693,15 @@ class Writer:
         digest = hidden_digest(ctx.user_id, red.values)
         if digest:
             record.metadata[HIDDEN_DIGEST] = digest
+        if (
+            cand.aspect == NAME_ASPECT
+            and value is None
+            and field_id(ctx.user_id, "profile", "name") in ctx.fresh
+        ):
+            # "I'm Zhang Wei, but my English name is David. Call me David.": the rules read the name
+            return [
+                MemoryChange(operation="NOOP", id=None, text=text, reason="the same message gave the name")
+            ]
         existing = self.repo.get(ctx.user_id, rid, kinds=[cand.kind])
         if existing is not None and existing.id in ctx.fresh and value is None:
             # a rule of the same message gave the field its value; a classifier's reading of
