@@ -569,8 +569,18 @@ def _name(text: str, name: str, evidence: str, *, called: bool) -> Candidate:
     )
 
 
+NAME_ZH, NAME_EN = "名字：", "Name: "
+"""How a memory of the speaker's name begins."""
 CALLED_ZH, CALLED_EN = "称呼：", "Goes by: "
 """How a memory of what the speaker is to be called (and no name) begins."""
+
+
+def name_text(name: str, called: str | None, *, zh: bool) -> str:
+    """The text of a name memory, with what to call the speaker: 名字：林晓（叫我小林）, "Name: Robert (goes by Bob)"."""
+    text = f"{NAME_ZH if zh else NAME_EN}{name}"
+    if not called or called == name:
+        return text
+    return f"{text}（叫我{called}）" if zh else f"{text} (goes by {called})"
 
 
 def quoted(clause: str, at: int) -> bool:
@@ -592,7 +602,7 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
     nick = next((m for seg in segments(clause) if (m := _ZH_NICKNAME.match(seg.strip()))), None)
     if intro is not None and not quoted(clause, intro.start()):
         name = _clean(intro.group(1))
-        out.append(_name(f"名字：{name}", name, intro.group(0), called=False))
+        out.append(_name(name_text(name, None, zh=True), name, intro.group(0), called=False))
     if nick is not None and not quoted(clause, clause.find(nick.group(0))):
         name = _clean(nick.group(1))
         out.append(_name(f"{CALLED_ZH}{name}", name, nick.group(0), called=True))
@@ -601,7 +611,8 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
         if (m.group(3) and not _en_full_name(name)) or quoted(clause, m.start()):
             continue
         called = m.group(2) is not None and bool(re.search(r"(?i)call|go by", m.group(1)))
-        out.append(_name(f"{CALLED_EN if called else 'Name: '}{name}", name, m.group(0), called=called))
+        text = f"{CALLED_EN}{name}" if called else name_text(name, None, zh=False)
+        out.append(_name(text, name, m.group(0), called=called))
     if zh_ok and (
         m := re.search(r"我(?:今年|现在)?(?:已经)?(\d{1,3}|[一二三四五六七八九十]{1,3})岁(?!的)", clause)
     ):

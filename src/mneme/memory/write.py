@@ -28,8 +28,11 @@ from mneme.errors import InputError, NotFoundError
 from mneme.memory import expiry
 from mneme.memory.extract import (
     CALLED_ZH,
+    NAME_EN,
+    NAME_ZH,
     Candidate,
     forget_parts,
+    name_text,
     names_only_a_field,
     subject_of_topic,
 )
@@ -204,14 +207,11 @@ def called_by(name: MemoryRecord | None, text: str, value: str | None) -> tuple[
     """
     if name is None or not name.value or not value or name.value == value:
         return text, value
-    if not name.text.startswith(("名字：", "Name: ")):
+    if not name.text.startswith((NAME_ZH, NAME_EN)):
         return text, value  # what they were called before, no name
-    if text.startswith(("名字：", "Name: ")):
+    if text.startswith((NAME_ZH, NAME_EN)):
         return text, value  # a name again, with what to call them: it says it all
-    zh = text.startswith(CALLED_ZH)
-    return (
-        f"名字：{name.value}（叫我{value}）" if zh else f"Name: {name.value} (goes by {value})"
-    ), name.value
+    return name_text(name.value, value, zh=text.startswith(CALLED_ZH)), name.value
 
 
 def field_id(user_id: str, kind: Kind, subject: str) -> str:
@@ -764,9 +764,8 @@ class Writer:
         if replaced is not None and replaced.id in ctx.fresh:
             replaced = None
         if cand.aspect == NAME_ASPECT and value is None and cand.change < CHANGE_FAR:
-            replaced = (
-                None  # "We call him Quill" (a pet's) replaces no name; "just Bob is fine from now on" does
-            )
+            # "We call him Quill" (a pet's) replaces no name; "just Bob is fine from now on" does
+            replaced = None
         elif replaced is None and cand.aspect:
             replaced = self._revised(text, cand, ctx.user_id, on_pair=ctx.from_messages, fresh=ctx.fresh)
         if cand.tentative and replaced is None:

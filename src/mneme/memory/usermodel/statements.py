@@ -15,6 +15,7 @@ from mneme.memory.extract import (
     forget_request,
     forget_topic,
     is_chinese,
+    name_text,
     reminds,
     segments,
 )
@@ -435,12 +436,8 @@ def one_name(found: list[Candidate]) -> list[Candidate]:
     if not names or not calls or names[0].value == calls[0].value:
         return found
     name, call = names[0], calls[0]
-    zh = is_chinese(name.text)
-    merged = replace(
-        name,
-        text=f"{name.text}（叫我{call.value}）" if zh else f"{name.text} (goes by {call.value})",
-        tags=[*name.tags, "called"],
-    )
+    text = name_text(name.value or "", call.value, zh=is_chinese(name.text))
+    merged = replace(name, text=text, tags=[*name.tags, "called"])
     return [merged if c is name else c for c in found if c is not call]
 
 
