@@ -269,3 +269,24 @@ def test_what_is_said_next_of_a_pet_introduced_in_other_words_is_the_pets(
     text: str, before: list[str], expected: str
 ) -> None:
     assert resolved(text, before, outsider).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "before", "expected"),
+    [
+        ("I named him Bandit", ["Meet my new ferret!"], "My ferret's name is Bandit"),
+        ("We call him Quill", ["Just brought home a hedgehog!"], "My hedgehog's name is Quill"),
+        ("叫它小林", ["我养了一只猫"], "我家猫叫小林"),
+        ("我叫小林", ["我养了一只猫"], "我叫小林"),  # the speaker's own name
+        ("I call her every day", ["Meet my new puppy"], "I call her every day"),
+    ],
+)
+def test_a_line_that_only_names_the_pet_just_introduced_names_the_pet(
+    text: str, before: list[str], expected: str
+) -> None:
+    assert resolved(text, before, outsider) == expected
+
+
+def test_a_pets_name_given_in_the_same_clause_stays_with_the_pet() -> None:
+    said = read_message("我们家新来了一只玄凤鹦鹉，名字叫小黄")
+    assert [c.aspect for c in said] == ["pet"] and "小黄" in said[0].text

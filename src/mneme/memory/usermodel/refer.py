@@ -69,6 +69,12 @@ _EN_PET_NAMED = re.compile(
 )
 _OUTSIDER = re.compile(rf"(?:{OUTSIDERS_ZH})|\b(?:{OUTSIDERS_EN})s?\b", re.I)
 _ZH_PRONOUN = re.compile(r"^(他们|她们|它们|他|她|它)(的)?")
+_NAMES_IT = re.compile(
+    r"^(?:(?:我们?)?给(?:它|她|他)(?:取名|起名|起了个名字?)?叫|(?:我们?)?(?:取名|起名)叫|(?:我们?)?叫(?:它|她|他)"
+    r"|(?:(?:它|她|他)的?)?(?:名字|小名)(?:是|叫))([\u4e00-\u9fff]{1,4}|[A-Za-z]+)[。！!~～]?$"
+    r"|^(?i:I|we)\s+(?:named|call(?:ed)?)\s+(?:him|her|it)\s+([A-Z][A-Za-z]+)[.!]?$",
+)
+"""A sentence that only names the pet just introduced: 我给她取名叫咪咪, 名字叫小黄, "I named him Bandit"."""
 _LEAD_TIME = re.compile(
     rf"^(?:(?:{ZH_TIME.pattern})+[，,]?|(?:{EN_TIME.pattern})(?:\s+(?:{EN_TIME.pattern}))*,?\s+)", re.I
 )
@@ -365,6 +371,15 @@ def resolve(sentence: str, earlier: Sequence[str], outsider: Callable[[str], boo
         return (
             f"{head} {time[0].lower()}{time[1:]}{found[len(head) :]}"  # My parrot Kiwi every morning calls…
         )
+    if (naming := _NAMES_IT.match(said)) and earlier:  # "I named him Bandit" after "Meet my new ferret!"
+        pet = _referent("pet", earlier[-1])
+        if pet is not None and pet.gender == "pet" and not pet.name:
+            name = naming.group(1) or naming.group(2)
+            return (
+                f"{pet.phrase}叫{name}"
+                if naming.group(1)
+                else f"{pet.phrase[:1].upper()}{pet.phrase[1:]}'s name is {name}"
+            )
     zh = _ZH_PRONOUN.match(said)
     en = None if zh else _EN_PRONOUN.match(said)
     if zh is None and en is None:

@@ -24,6 +24,7 @@ from mneme.memory.usermodel.heads import Reading, outsider_of, read_statements
 from mneme.memory.usermodel.refer import (
     OUTSIDERS_EN,
     OUTSIDERS_ZH,
+    gives_pet_name,
     kin_subject,
     leads_with_kin,
     pet_subject,
@@ -580,7 +581,8 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
     only explains ("吃了会起疹子") stays with the clause.
     """
     kept = memorable(parts)
-    theirs_whole = family_subject(clause) or pet_subject(clause)  # a piece alone would read as the speaker's
+    # a piece alone would read as the speaker's ("…玄凤鹦鹉，名字叫小黄": the name is the parrot's)
+    theirs_whole = family_subject(clause) or pet_subject(clause) or gives_pet_name(clause)
     if separate(kept) and not any(about_someone_else(p.text) for p in kept) and not theirs_whole:
         # "My mom lives with us now, she's 82": a piece that goes on about someone stays with the clause
         return [_new_candidate(p) for p in kept]
