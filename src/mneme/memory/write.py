@@ -685,8 +685,9 @@ class Writer:
             if keyed
             else fact_id(ctx.user_id, cand.kind, text)
         )
+        existing = self.repo.get(ctx.user_id, rid, kinds=[cand.kind])
         if keyed and "called" in cand.tags:  # "以后叫我晓晓吧" keeps the name said before
-            text, value = called_by(self.repo.get(ctx.user_id, rid, kinds=[cand.kind]), text, value)
+            text, value = called_by(existing, text, value)
         record = self._record(
             cand, ctx, rid, text, value, red.hidden, max(cand.sensitivity, 1 if red.found else 0)
         )
@@ -702,7 +703,6 @@ class Writer:
             return [
                 MemoryChange(operation="NOOP", id=None, text=text, reason="the same message gave the name")
             ]
-        existing = self.repo.get(ctx.user_id, rid, kinds=[cand.kind])
         if existing is not None and existing.id in ctx.fresh and value is None:
             # a rule of the same message gave the field its value; a classifier's reading of
             # another clause under the same aspect does not replace it
