@@ -236,9 +236,6 @@ def default_ttl() -> dict[str, float | None]:
     }
 
 
-NAME_ASPECT = "name"
-"""The person's name: a field only the rules' self-introductions set (`keyed_by_aspect`); a
-statement the classifiers read under it replaces it only when read as a change."""
 WRITTEN = ("ADD", "SUPERSEDE", "UPDATE")
 """The operations that leave a memory written by the candidate."""
 
@@ -694,14 +691,12 @@ class Writer:
         digest = hidden_digest(ctx.user_id, red.values)
         if digest:
             record.metadata[HIDDEN_DIGEST] = digest
-        if (
-            cand.aspect == NAME_ASPECT
-            and value is None
-            and field_id(ctx.user_id, "profile", "name") in ctx.fresh
-        ):
+        aspect = taxonomy().aspect(cand.aspect)
+        ruled = aspect is not None and aspect.ruled and value is None
+        if aspect is not None and ruled and field_id(ctx.user_id, aspect.kind, aspect.subject) in ctx.fresh:
             # "I'm Zhang Wei, but my English name is David. Call me David.": the rules read the name
             return [
-                MemoryChange(operation="NOOP", id=None, text=text, reason="the same message gave the name")
+                MemoryChange(operation="NOOP", id=None, text=text, reason="the same message gave this field")
             ]
         if existing is not None and existing.id in ctx.fresh and value is None:
             # a rule of the same message gave the field its value; a classifier's reading of
@@ -763,7 +758,7 @@ class Writer:
                     replaced = best
         if replaced is not None and replaced.id in ctx.fresh:
             replaced = None
-        if cand.aspect == NAME_ASPECT and value is None and cand.change < CHANGE_FAR:
+        if ruled and cand.change < CHANGE_FAR:
             # "We call him Quill" (a pet's) replaces no name; "just Bob is fine from now on" does
             replaced = None
         elif replaced is None and cand.aspect:
@@ -1127,7 +1122,7 @@ def keyed_by_aspect(cand: Candidate) -> Candidate:
     aspect = taxonomy().aspect(cand.aspect)
     if aspect is None or not aspect.single or cand.subject is not None or cand.certainty < KEY_CERTAINTY:
         return cand
-    if aspect.key == NAME_ASPECT:  # only a name the rules read replaces one ("We call him Quill" is a pet's)
+    if aspect.ruled:  # only a name the rules read replaces one ("We call him Quill" is a pet's)
         return cand
     return replace(cand, subject=aspect.subject, kind=aspect.kind)
 

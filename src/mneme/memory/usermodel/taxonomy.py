@@ -39,6 +39,10 @@ class Aspect:
     """The profile field name of a single-valued aspect (its key unless a legacy name)."""
     everywhere: bool = False
     """Every request touches it a little (how to answer: format, tone); relevance decides."""
+    ruled: bool = False
+    """Only a rule's reading sets its field (a self-introduction for a name): a classifier's
+    reading of a statement under it is kept unkeyed, replaces nothing the same message's rules
+    gave, and replaces the field only when read as far from it ("We call him Quill" is a pet's)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ def _aspect(key: str, raw: dict[str, Any]) -> Aspect:
         about=str(raw.get("about", "")),
         subject=LEGACY_SUBJECTS.get(key, key),
         everywhere=bool(raw.get("everywhere", False)),
+        ruled=bool(raw.get("ruled", False)),
     )
 
 
