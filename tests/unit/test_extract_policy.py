@@ -80,6 +80,15 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
         ("Write a short story where the hero says 'My name is Arthur Pendragon.'", None),  # a story's line
         ("帮我写个故事，主角开口就说“我叫李雷”", None),
         ("我新来了一只虎皮鹦鹉，名字叫豆豆", None),  # the parrot's name
+        ("我姓黄，叫黄子涵", "黄子涵"),  # the name that begins with the surname just said
+        ("免贵姓欧阳，叫欧阳娜娜", "欧阳娜娜"),
+        ("我姓黄，叫我小黄就行", "小黄"),
+        ("我是新来的实习生赵一鸣，请多关照", "赵一鸣"),  # a name after what the speaker is
+        ("我是三班的王小明", "王小明"),
+        ("我是公司的高管", None),  # after 的 a two-character word is what, not who
+        ("我是王小明的妈妈", None),  # someone else's name
+        ("偶叫孙浩然", "孙浩然"),  # dialect 我
+        ("It's Monday here, so the office is packed", None),
     ],
 )
 def test_a_name_is_read_from_a_self_introduction_not_from_the_same_verb(text: str, name: str | None) -> None:

@@ -503,13 +503,23 @@ _ZH_NAME = (
     r"(?=[，,。！!？?\s吧就呢啊哈~]|$)"
 )
 _ZH_INTRO = re.compile(
-    r"(?:我(?:现在|已经)?叫|我的?(?:名字|全名|中文名|真名)(?:是|叫|改成了?)|(?:^|(?<=[，,]))(?:中文名|真名)(?:是|叫)"
+    r"(?:(?:我|俺|偶)(?:现在|已经)?叫|我的?(?:名字|全名|中文名|真名)(?:是|叫|改成了?)|(?:^|(?<=[，,]))(?:中文名|真名|全名)(?:是|叫)?"
     r"|(?:我|^|(?<=[，,]))(?:已经)?改名(?:叫|为|成)了?|(?<=改名了[，,])现在叫)" + _ZH_NAME
 )
-"""A self-introduction: the name must read as one (`_zh_name`), 我叫车去机场 is a taxi."""
+"""A self-introduction: the name must read as one (`zh_name`), 我叫车去机场 is a taxi."""
 _ZH_IAM = re.compile(r"(?:^|(?<=[～~！!，,、\s]))(?:我是|我就是|本人)" + _ZH_NAME)
 """我是张雨婷, 本人孙悦: a name only when it is a surname and a given name (`_zh_full_name`)."""
-_ROLE_ENDS = "人生员领座族派迷粉痴师妈爸控党身手货友"
+_ZH_ROLE_NAME = re.compile(
+    r"(?:^|(?<=[～~！!，,、\s]))(?:我是|本人是?)[^，,。！!？?\s]{1,12}?(?:(?<=[员生师长手理任])([\u4e00-\u9fff]{2,3})|的([\u4e00-\u9fff]{3}))"
+    r"(?=[，,。！!？?\s~～]|$)"
+)
+"""A name after what the speaker is: 我是新来的实习生赵一鸣, 我是三班的王小明 (after 的 only a three-character
+name: 公司的高管 is what, not who)."""
+_ZH_SURNAME_FIRST = re.compile(
+    r"(?:我|免贵|本人)姓([\u4e00-\u9fff]{1,2})[，,\s]*(?:单名|名叫|叫)?" + _ZH_NAME
+)
+"""我姓黄，叫黄子涵: the name that begins with the surname just said."""
+_ROLE_ENDS = "人生员领座族派迷粉痴师妈爸控党身手货友任长官士主"
 """What 我是… ends with when it says what the speaker is (江苏人, 高中生, 白领, 金牛座, 路痴)."""
 _ZH_NICKNAME = re.compile(
     r"^(?:以后|今后|往后|平时|一般|从(?:现在|今天|今儿)(?:开始|起))*(?:你们?|您|大家|朋友们?|同事们?|别人|家里人)?"
@@ -519,17 +529,18 @@ _ZH_NICKNAME = re.compile(
 """What the speaker is to be called, said at the head of the clause: 你可以叫我小林, 大家都叫我胖子;
 not 它每天早上叫我起床 or 闹钟七点叫我 (something else calls)."""
 _EN_NAME = re.compile(
-    r"\b((?i:my (?:real |full |legal |new )?name is|(?:my )?name's|i'm called|i am called|changed my name to"
+    r"\b((?i:my (?:real |full |legal |new |actual )?name is|(?:my )?name's|i'm called|i am called|changed my name to"
     r"|(?<!nobody )(?<!never )(?:(?!nobody|never)\w+ )?calls? me|(?:i )?go by))\s+"
-    r"([A-Z](?:[\w'-]+(?:\s[A-Z][\w'-]+)?)?)(?![\w'-])"
+    r"([A-Z](?:[\w'-]+(?:\s[A-Z][\w'-]+){0,2})?)(?![\w'-])"
     r"|\b(?i:i'm|i am|this is)\s+(?:now\s+)?([A-Z][a-z'-]+\s[A-Z][a-z'-]+)(?=\s*(?:[,.!;?]|$|\s(?:and|but|from|now|here)\b))"
 )
 """An English name ("My name is Robert", "I'm Sarah Mitchell") or what the speaker is called
 ("everyone calls me Bob", "call me Kate", "I go by Kate"); capitalised, and after "I'm" a first
-and a last name (`_en_full_name`: "I'm Canadian" is no name)."""
+and a last name (`_en_full_name`: "I'm Canadian" is no name). Other forms ("Marcus here", "I'm
+Gabriel", a sign-off) are read with the `given_name` head (`usermodel.names`)."""
 
 
-def _zh_name(text: str) -> bool:
+def zh_name(text: str) -> bool:
     """Whether a Chinese text reads as a person's name.
 
     A surname and one or two characters (王小明, 欧阳娜娜), a familiar form (小雨, 阿杰, 老张), or a
@@ -546,6 +557,11 @@ _NOT_NAMES = frozenset(_SURNAMES["not_en_names"])
 """Capitalised words after "I'm" that say what someone is, not who ("I'm Chinese American")."""
 
 
+def not_a_name(word: str) -> bool:
+    """Whether a capitalised word says what someone is, not who ("Canadian", "Team", "Monday")."""
+    return word.lower() in _NOT_NAMES
+
+
 def _en_full_name(text: str) -> bool:
     """Two capitalised words that can be a name (not "Chinese American", "Team Edward")."""
     return not any(word.lower() in _NOT_NAMES for word in text.split())
@@ -553,10 +569,10 @@ def _en_full_name(text: str) -> bool:
 
 def _zh_full_name(text: str) -> bool:
     """A surname and a given name, not what one is (我是江苏人, 我是高中生)."""
-    return _zh_name(text) and text[0] not in "小阿老" and text[-1] not in _ROLE_ENDS
+    return zh_name(text) and text[0] not in "小阿老" and text[-1] not in _ROLE_ENDS
 
 
-def _name(text: str, name: str, evidence: str, *, called: bool) -> Candidate:
+def name_candidate(text: str, name: str, evidence: str, *, called: bool) -> Candidate:
     """The candidate of a name, or (`called`) of what the speaker is to be called."""
     return Candidate(
         "profile",
@@ -597,22 +613,28 @@ def _identity(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     zh_ok = _owner_ok(clause)
     intro = _ZH_INTRO.search(clause) if zh_ok else None
-    if not (intro and _zh_name(intro.group(1))):
+    if not (intro and zh_name(intro.group(1))):
         intro = next((m for m in _ZH_IAM.finditer(clause) if _zh_full_name(m.group(1))), None)
+    if intro is None and (m := _ZH_SURNAME_FIRST.search(clause)) and m.group(2).startswith(m.group(1)):
+        intro = m if _zh_full_name(m.group(2)) else None
+    if intro is None:
+        intro = next(
+            (m for m in _ZH_ROLE_NAME.finditer(clause) if _zh_full_name(m.group(1) or m.group(2))), None
+        )
     nick = next((m for seg in segments(clause) if (m := _ZH_NICKNAME.match(seg.strip()))), None)
     if intro is not None and not quoted(clause, intro.start()):
-        name = _clean(intro.group(1))
-        out.append(_name(name_text(name, None, zh=True), name, intro.group(0), called=False))
+        name = _clean(intro.group(intro.lastindex or 1))
+        out.append(name_candidate(name_text(name, None, zh=True), name, intro.group(0), called=False))
     if nick is not None and not quoted(clause, clause.find(nick.group(0))):
         name = _clean(nick.group(1))
-        out.append(_name(f"{CALLED_ZH}{name}", name, nick.group(0), called=True))
+        out.append(name_candidate(f"{CALLED_ZH}{name}", name, nick.group(0), called=True))
     for m in _EN_NAME.finditer(clause):
         name = m.group(2) or m.group(3)
         if (m.group(3) and not _en_full_name(name)) or quoted(clause, m.start()):
             continue
         called = m.group(2) is not None and bool(re.search(r"(?i)call|go by", m.group(1)))
         text = f"{CALLED_EN}{name}" if called else name_text(name, None, zh=False)
-        out.append(_name(text, name, m.group(0), called=called))
+        out.append(name_candidate(text, name, m.group(0), called=called))
     if zh_ok and (
         m := re.search(r"我(?:今年|现在)?(?:已经)?(\d{1,3}|[一二三四五六七八九十]{1,3})岁(?!的)", clause)
     ):
@@ -1243,6 +1265,21 @@ def subject_of_topic(topic: str) -> str | None:
             if owner is None or owner.group(1).endswith(_OWN):
                 return subject
     return None
+
+
+_EARLIER = re.compile(
+    r"(?i:\b(?:old|former|previous|earlier|maiden|dead)\b)|旧|以前的?|原来的?|之前的?|过去的?"
+)
+"""Words that put a field's value in the past ("my old name", "以前的地址")."""
+
+
+def earlier_value(topic: str) -> bool:
+    """Whether a forget request is about a value the speaker no longer has ("don't use my old name").
+
+    That value is no longer current (a change of mind keeps it only in the history), so the
+    current one is not what the request is about.
+    """
+    return bool(_EARLIER.search(topic))
 
 
 def names_only_a_field(topic: str) -> bool:

@@ -31,6 +31,7 @@ from mneme.memory.extract import (
     NAME_EN,
     NAME_ZH,
     Candidate,
+    earlier_value,
     forget_parts,
     name_text,
     names_only_a_field,
@@ -58,6 +59,7 @@ from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 from mneme.memory.terms import terms
 from mneme.memory.usermodel.heads import item_domains, supersedes
+from mneme.memory.usermodel.names import holds_a_name
 from mneme.memory.usermodel.refer import kin_in, pet_names
 from mneme.memory.usermodel.statements import tag_aspect
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT, taxonomy
@@ -758,8 +760,9 @@ class Writer:
                     replaced = best
         if replaced is not None and replaced.id in ctx.fresh:
             replaced = None
-        if ruled and cand.change < CHANGE_FAR:
-            # "We call him Quill" (a pet's) replaces no name; "just Bob is fine from now on" does
+        if ruled and (cand.change < CHANGE_FAR or not holds_a_name(text)):
+            # "We call him Quill" (a pet's) replaces no name, nor does "以后别再用旧名字叫我了";
+            # "just Bob is fine from now on" does
             replaced = None
         elif replaced is None and cand.aspect:
             replaced = self._revised(text, cand, ctx.user_id, on_pair=ctx.from_messages, fresh=ctx.fresh)
@@ -1004,6 +1007,8 @@ class Writer:
         if tentative and not names_only_a_field(topic):  # "我女儿把我手机里的游戏全删了" names no phone
             subject = None
         floor = FORGET_TENTATIVE if tentative else FORGET_RELEVANCE
+        if subject is not None and earlier_value(topic):
+            return []  # "please don't use my old name": not the name the user has now
         if subject is not None:
             found = []
             keyed = self.repo.get(user_id, field_id(user_id, "profile", subject), kinds=["profile"])

@@ -23,7 +23,8 @@ statement replace a given earlier one: read on the pair), `forget` (does a messa
 to forget something it knows about the speaker; read with the neighbour vote `forget_vote`),
 `whose` (is a statement about the speaker, a family member or someone else: "我哥住在成都" is
 the brother's home, not the speaker's), `pet` (is a line about the speaker's pet lasting, "我家狗
-对鸡肉过敏", or a passing remark, "My cat Mochi fell asleep in the sink")."""
+对鸡肉过敏", or a passing remark, "My cat Mochi fell asleep in the sink"), `given_name` (is one
+word a person's given name: "Oluwaseun", "Kathryn"; not "Canadian", "Monday")."""
 
 DOMAIN_FLOOR = 0.2
 """A domain less likely than this share of the most likely one touches nothing (the tail of a
@@ -67,6 +68,19 @@ def query_vector(text: str) -> np.ndarray:
     """The E5 query vector of a request (cached: the read path embeds the same text)."""
     emb = _local()
     return unit(emb.embed_query(text))[0]  # type: ignore[attr-defined]
+
+
+def given_name(words: Sequence[str]) -> list[float]:
+    """How likely each word is a person's given name, read on its E5 query vector.
+
+    The head was trained on census given names against the words of the examples, so it
+    carries to names no list holds ("Oluwaseun", "Siobhan", "Aarav"). A word typed in lower
+    case is read capitalised ("im tom").
+    """
+    if not words:
+        return []
+    vecs = np.vstack([query_vector(w[:1].upper() + w[1:]) for w in words])
+    return [float(p) for p in HEADS["given_name"].prob(vecs, "yes")]
 
 
 @dataclass(frozen=True)

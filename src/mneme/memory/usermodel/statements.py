@@ -21,6 +21,7 @@ from mneme.memory.extract import (
 )
 from mneme.memory.gist import filler_only_difference
 from mneme.memory.usermodel.heads import Reading, outsider_of, read_statements
+from mneme.memory.usermodel.names import spoken_names
 from mneme.memory.usermodel.refer import (
     OUTSIDERS_EN,
     OUTSIDERS_ZH,
@@ -336,6 +337,8 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
     text = MENTION.sub(" ", text).strip() or text  # "@bot 你好": addressed, not said of oneself
     text = resolved(text, before, outsider)
     ruled = extract(text, now=now, forget=False)
+    if not any(c.subject == "name" for c in ruled):
+        ruled += spoken_names(text)  # "Marcus here", "I'm Gabriel", "— Priya"
     parts = [c for c in clauses(text) if len(c) <= MAX_CLAUSE_CHARS]
     pieces = {p: segments(p) for p in parts}
     # One batch: each clause, its comma-separated pieces, and what each rule read its fact from.

@@ -1,0 +1,67 @@
+"""The speaker's name is read where people put it (greetings, sign-offs, corrections), and only theirs."""
+
+from __future__ import annotations
+
+import pytest
+
+from mneme.memory.api import Memory
+from mneme.memory.usermodel.heads import given_name
+from mneme.memory.usermodel.names import spoken_names
+
+
+def test_the_given_name_head_reads_names_no_list_holds_and_not_words() -> None:
+    names = given_name(["Oluwaseun", "Siobhan", "Kathryn", "Priya"])
+    words = given_name(["Canadian", "Monday", "Python", "Tired"])
+    assert min(names) > 0.5 > max(words)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Marcus here. Quick question about my sourdough starter", "Marcus"),
+        ("D'Angelo here, quick q about my check engine light", "D'Angelo"),
+        ("hey im tom. need a recipe that uses up like 6 eggs", "tom"),
+        ("so I'm Gabriel, trying to learn Python for work", "Gabriel"),
+        ("I'm Oluwaseun but Seun is fine, I know it's a mouthful", "Oluwaseun"),
+        ("hey its Marcus here", "Marcus"),
+        ("Sorry, it's Thomas Reilly if you need my full name.", "Thomas Reilly"),
+        ("It's Sean, not Shawn. You've spelled it wrong twice now.", "Sean"),
+        ("This is Dr. Helen Park from pediatrics. I need a handout on RSV.", "Helen Park"),
+        ("This was super helpful, thank you!\n\n— Priya", "Priya"),
+        ("ok that fixed it!! you're a lifesaver\n\ncheers, wes", "wes"),
+        ("鄙人孙浩然，初来乍到，请多关照", "孙浩然"),
+        ("我结婚后冠了夫姓，现在证件上是陈林美玲，以后就这么称呼我吧", "陈林美玲"),
+        ("啊打错了，是张玮杰，王字旁那个玮", "张玮杰"),
+        ("好的，按你说的改完了，谢谢！\n——佳琪", "佳琪"),
+        # not the speaker's name
+        ("I'm Canadian, so the metric system please", None),
+        ("it's kinda condescending. how do I get him to stop", None),
+        ("I want to show you one of my snakes! This is Susie.", None),
+        ("It's Shia Labeouf!", None),
+        ("I'm Liam's mom and he has a fever", None),
+        ("不好意思，我打错了，是周三", None),
+        ("It's Monday here, so the office is packed", None),
+    ],
+)
+def test_a_name_is_read_in_the_places_people_put_it(text: str, name: str | None) -> None:
+    assert [c.value for c in spoken_names(text)] == ([name] if name else [])
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "name"),
+    [
+        ("Hi, I'm Katherine", "sorry, autocorrect strikes again. It's Kathryn, with a y", "Kathryn"),
+        (
+            "Heads up: I legally changed my name last month. It's Jordan Reyes now, not Jessica.",
+            "Please don't use my old name anymore, thanks",
+            "Jordan Reyes",
+        ),
+        ("我去年改名了，以前叫王建国，现在户口本上是王嘉树", "以后别再用旧名字叫我了哈", "王嘉树"),
+    ],
+)
+def test_a_corrected_or_changed_name_is_the_one_kept(
+    memory: Memory, first: str, then: str, name: str
+) -> None:
+    memory.add(first, user_id="u")
+    memory.add(then, user_id="u")
+    assert memory.profile(user_id="u")["name"].value == name
