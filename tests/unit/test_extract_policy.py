@@ -88,6 +88,9 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
         ("我是公司的高管", None),  # after 的 a two-character word is what, not who
         ("我是王小明的妈妈", None),  # someone else's name
         ("偶叫孙浩然", "孙浩然"),  # dialect 我
+        ("姓陈，陈雨桐。想起个英文名", "陈雨桐"),
+        ("我朋友都叫我小鱼，你也这么叫我吧", "小鱼"),
+        ("我是這個社區的管理員", None),
         ("It's Monday here, so the office is packed", None),
     ],
 )

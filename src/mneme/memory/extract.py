@@ -516,13 +516,13 @@ _ZH_ROLE_NAME = re.compile(
 """A name after what the speaker is: 我是新来的实习生赵一鸣, 我是三班的王小明 (after 的 only a three-character
 name: 公司的高管 is what, not who)."""
 _ZH_SURNAME_FIRST = re.compile(
-    r"(?:我|免贵|本人)姓([\u4e00-\u9fff]{1,2})[，,\s]*(?:单名|名叫|叫)?" + _ZH_NAME
+    r"(?:我|免贵|本人|^|(?<=[，,。！!\s]))姓([\u4e00-\u9fff]{1,2})[，,\s]*(?:单名|名叫|叫)?" + _ZH_NAME
 )
 """我姓黄，叫黄子涵: the name that begins with the surname just said."""
-_ROLE_ENDS = "人生员领座族派迷粉痴师妈爸控党身手货友任长官士主"
+_ROLE_ENDS = "人生员領领座族派迷粉痴师妈爸控党身手货友任长官士主員師長"
 """What 我是… ends with when it says what the speaker is (江苏人, 高中生, 白领, 金牛座, 路痴)."""
 _ZH_NICKNAME = re.compile(
-    r"^(?:以后|今后|往后|平时|一般|从(?:现在|今天|今儿)(?:开始|起))*(?:你们?|您|大家|朋友们?|同事们?|别人|家里人)?"
+    r"^(?:以后|今后|往后|平时|一般|从(?:现在|今天|今儿)(?:开始|起))*(?:你们?|您|大家|(?:我的?)?(?:朋友们?|同事们?|家里人|家人)|别人)?"
     r"(?:(?:以后|今后|往后|平时|一般|都|就|直接|可以|也|还是|从(?:现在|今天|今儿)(?:开始|起))*叫我"
     r"|^(?:我的?)?英文名(?:字)?(?:是|叫))" + _ZH_NAME
 )
@@ -551,6 +551,14 @@ def zh_name(text: str) -> bool:
     if text[:2] in _SURNAMES["compound"]:
         return 3 <= len(text) <= 4
     return (text[0] in _SURNAMES["single"] or text[0] in "小阿老") and 2 <= len(text) <= 3
+
+
+def common_surname(char: str) -> bool:
+    """Whether a character is one of the hundred commonest surnames (the list runs commonest first).
+
+    老周, 老王 name a person; 老师 and 老公 do not, though 师 and 公 are surnames too.
+    """
+    return len(char) == 1 and char in _SURNAMES["single"][:100]
 
 
 _NOT_NAMES = frozenset(_SURNAMES["not_en_names"])

@@ -831,6 +831,9 @@ class Writer:
                 if old.aspect and (old.aspect == OTHERS_ASPECT) == cand.others:
                     pool.setdefault(old.id, (old, old.aspect in area, rel))
         olds = [entry for key, entry in pool.items() if key not in fresh]  # (the far ones too)
+        ruled = [old.id for old, _, _ in olds if (a := tax.aspect(old.aspect)) is not None and a.ruled]
+        if ruled and not holds_a_name(text):  # "Anyway — back to the formula." replaces no name
+            olds = [entry for entry in olds if entry[0].id not in ruled]
         if not olds:
             return None
         chance = supersedes([old.text for old, _, _ in olds], text)

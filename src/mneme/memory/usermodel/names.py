@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-from mneme.memory.extract import NAME_EN, NAME_ZH, Candidate, name_candidate, not_a_name, zh_name
+from mneme.memory.extract import (
+    NAME_EN,
+    NAME_ZH,
+    Candidate,
+    common_surname,
+    name_candidate,
+    not_a_name,
+    zh_name,
+)
 from mneme.memory.usermodel.heads import given_name
 
 GIVEN_NAME = 0.5
@@ -20,31 +28,40 @@ _UP = r"(?=[A-ZÀ-ÖØ-Þ])"
 _END = r"(?=\s*(?:[,.!;?)\n]|$)|\s+(?:and|but|from|here|again|now|btw|lol|by the way|not)\b)"
 """What may follow a name in its place: a stop, or a word that ends the phrase ("I'm Oluwaseun but…")."""
 _TITLE = r"(?:(?:dr|mr|mrs|ms|miss|prof)\.?\s+)?"
-_IT_END = r"(?=,?\s+(?:again|here|now|not|no|with|btw|from|if)\b)"
+"""A title before a name, left out of it ("This is Dr. Helen Park")."""
+_CAST = re.compile(
+    r"\byou(?:'re|’re| are)\s+(?:[A-Z]|the\s+[A-Z])|(?i:\blet's\s+(?:play|pretend|role-?play))"
+)
+"""A sentence that casts the speaker in a part: the name after "I'm" is the part's."""
+_IT_END = r"(?=,?\s+(?:again|here|now|not|no|with|btw|lol|from|if)\b)"
 """What follows a name after "it's": a correction or a greeting goes on ("It's Sean, not Shawn",
 "it's jen again"); "It's Shia Labeouf!" answers a question."""
+_GREETING = r"(?i:(?:hi|hey|hello|yo|good (?:morning|afternoon|evening))[,!.]*\s+)"
+_OPENING = r"(?:^|(?<=[.!?]\s)|(?<=[.!?]\s\s))"
+"""The start of a message or of a sentence in it."""
 _EN_SLOTS = (
-    # "I'm Gabriel, …", "hey im tom.", "I'm Anna-Lena Schäfer, a nurse"
-    re.compile(rf"(?i:\b(?:i'm|i’m|im|i am)\s+(?:now\s+|just\s+)?)({_W})(?:\s+{_UP}({_W}))?{_END}"),
+    # "I'm Gabriel, …", "hey im tom.", "I'm Anna-Lena Schäfer, a nurse", "I'm Dr. Anita Rao"
+    re.compile(rf"(?i:\b(?:i'm|i’m|im|i am)\s+(?:now\s+|just\s+)?{_TITLE})({_W})(?:\s+{_UP}({_W}))?{_END}"),
     # "it's jen again", "It's Kathryn, with a y", "It's Jordan Reyes now, not Jessica"
     re.compile(
-        rf"(?:^|(?<=[,;!.?]\s)|(?i:\b(?:hi|hey|hello|yo)[,!]?\s+))(?i:it's|it’s|its|it is)\s+({_W})(?:\s+{_UP}({_W}))?{_IT_END}"
+        rf"(?:{_OPENING}|(?<=[,;]\s)|{_GREETING})(?i:it's|it’s|its|it is)\s+({_W})(?:\s+{_UP}({_W}))?{_IT_END}"
     ),
-    # "This is Dr. Helen Park from pediatrics" (opening the message: later, "this is Max!" shows a pet)
+    # "This is Dr. Helen Park from pediatrics" (opening the message: later, "this is Max!" shows a
+    # pet; "this is Luna, my cat" names another)
     re.compile(
-        rf"^(?i:(?:hi|hey|hello)[,!]?\s+)?(?i:this is)\s+(?i:{_TITLE})({_W})(?:\s+{_UP}({_W}))?{_END}"
+        rf"^{_GREETING}?(?i:this is)\s+(?i:{_TITLE})({_W})(?:\s+{_UP}({_W}))?{_END}(?!,?\s*\(?(?i:my|our|the)\b)"
     ),
-    # "Marcus here.", "Fatima speaking."
-    re.compile(rf"^(?i:(?:hi|hey|hello|yo)[,!]?\s+)?({_W})(?:\s+{_UP}({_W}))?\s+(?i:here|speaking)\b"),
+    # "Marcus here.", "Good morning! Margaret here", "Fatima speaking."
+    re.compile(rf"{_OPENING}{_GREETING}?({_W})(?:\s+{_UP}({_W}))?\s+(?i:here|speaking)\b"),
     # "my names mikey btw"
     re.compile(rf"(?i:\bmy\s+names?\s+(?:is\s+)?)({_W})(?:\s+{_UP}({_W}))?{_END}"),
 )
 """Where an English speaker puts their own name, outside a self-introduction the rules read."""
 _EN_SIGN_OFF = re.compile(
-    rf"^\s*(?:[—–~-]+|(?i:cheers|thanks|thank you|thx|best|regards|best regards|love|xo|sincerely|ta)[,!]?)"
+    rf"(?:^\s*(?i:cheers|thanks|thank you|thx|best|regards|best regards|love|xo|sincerely|ta)[,!]?|(?:^|\s)[—–~-]+)"
     rf"\s*({_W})(?:\s+{_UP}({_W}))?\s*[.!]?\s*$"
 )
-"""A message's last line signing it: "— Priya", "cheers, wes"."""
+"""A message's last line signing it, or its end: "— Priya", "cheers, wes", "ty!! -bea"."""
 _ZH_SLOTS = (
     # 鄙人孙浩然, 本人姓名张三: a name in the speaker's own words for themselves (a surname first)
     (re.compile(r"(?:鄙人|本人姓名|俺叫|俺是)([\u4e00-\u9fff]{2,4})(?=[，,。！!？?～~\s]|$)"), True),
@@ -62,6 +79,13 @@ _ZH_SLOTS = (
         ),
         True,
     ),
+    # 我前阵子改名了，以前叫李春花，现在叫李沐阳: the name after a change of name
+    (re.compile(r"改名[^。！？!?]*?现在(?:叫|是)([\u4e00-\u9fff]{2,4})(?=[，,。！!？?\s]|$)"), True),
+    # 我是老周，今年刚退休: 老 and a surname, what older people go by
+    (
+        re.compile(r"(?:^|(?<=[，,。！!\s]))我(?:是|就是)?(老[\u4e00-\u9fff])(?=[，,。！!？?～~\s啊呀]|$)"),
+        True,
+    ),
     # 打错了，是张玮杰: a typo of the name corrected
     (
         re.compile(
@@ -71,12 +95,20 @@ _ZH_SLOTS = (
     ),
 )
 """Where a Chinese speaker names themselves outside 我叫 / 我是 (`extract` reads those)."""
-_ZH_SIGN_OFF = re.compile(r"^\s*(?:——|—|--|-|～|~)\s*([\u4e00-\u9fff]{2,3})\s*$")
-"""A message's last line signing it: ——佳琪."""
+_ZH_SIGN_OFF = re.compile(
+    r"^\s*(?:(?:——|—|--|-|～|~)\s*([\u4e00-\u9fff]{2,3})|【([\u4e00-\u9fff]{2,3})】)\s*$"
+)
+"""A message's last line signing it: ——佳琪, 【林晓】."""
+
+
+_STOP = re.compile(r"[。！？!?\n]+|\.(?=\s)")
+"""Where a sentence ends."""
 
 
 def _zh_person(name: str) -> bool:
-    """A surname and a given name, not a day (打错了，是周三)."""
+    """A surname and a given name, or 老 and a surname; not a day (打错了，是周三)."""
+    if name.startswith("老"):
+        return len(name) == 2 and common_surname(name[1])
     return zh_name(name[:3]) and not re.match(r"周[一二三四五六日天末]|星期", name)
 
 
@@ -85,9 +117,10 @@ def _sentence(text: str, m: re.Match[str]) -> str:
 
     "现在证件上是陈林美玲" alone reads as a claim about someone, in its sentence as the speaker's news.
     """
-    start = max(text.rfind(p, 0, m.start()) for p in "。！？!?\n") + 1
-    ends = [i for p in "。！？!?\n" if (i := text.find(p, m.end())) >= 0]
-    return text[start : min(ends) if ends else len(text)].strip()
+    stops = [b.end() for b in _STOP.finditer(text)]
+    start = max((b for b in stops if b <= m.start()), default=0)
+    end = min((b for b in stops if b > m.end()), default=len(text))
+    return text[start:end].strip()
 
 
 def _en_name(first: str, last: str | None, *, lower_ok: bool) -> str | None:
@@ -122,6 +155,8 @@ def spoken_names(text: str) -> list[Candidate]:
     lowered = not any(ch.isupper() for ch in text)
     for pattern in _EN_SLOTS:
         for m in pattern.finditer(text):
+            if pattern is _EN_SLOTS[0] and _CAST.search(_sentence(text, m)):
+                continue  # "you're Sherlock Holmes and I'm Watson": a part in a game
             strong = pattern is not _EN_SLOTS[0]  # only a name stands there
             name = _en_name(m.group(1), m.group(2), lower_ok=lowered or strong)
             if name:
@@ -130,11 +165,15 @@ def spoken_names(text: str) -> list[Candidate]:
         if (said := pattern.search(text)) and (not checked or _zh_person(said.group(1))):
             name = said.group(1)
             return [name_candidate(f"{NAME_ZH}{name}", name, _sentence(text, said), called=False)]
-    if len(lines) > 1:
-        last = lines[-1]
-        if zh := _ZH_SIGN_OFF.match(last):
-            return [name_candidate(f"{NAME_ZH}{zh.group(1)}", zh.group(1), last.strip(), called=False)]
-        if (en := _EN_SIGN_OFF.match(last)) and (name := _en_name(en.group(1), en.group(2), lower_ok=True)):
+    last = lines[-1]
+    if len(lines) > 1 and (zh := _ZH_SIGN_OFF.match(last)):
+        signed = zh.group(1) or zh.group(2)
+        return [name_candidate(f"{NAME_ZH}{signed}", signed, last.strip(), called=False)]
+    en = _EN_SIGN_OFF.search(last)
+    if en and (
+        len(lines) > 1 or not en.group(0).lstrip()[:1].isalpha()
+    ):  # "ty!! -bea" alone; "thanks, Tom" alone thanks Tom
+        if name := _en_name(en.group(1), en.group(2), lower_ok=True):
             return [name_candidate(f"{NAME_EN}{name}", name, last.strip(), called=False)]
     return []
 
