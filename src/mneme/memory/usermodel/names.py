@@ -170,11 +170,10 @@ def spoken_names(text: str) -> list[Candidate]:
         signed = zh.group(1) or zh.group(2)
         return [name_candidate(f"{NAME_ZH}{signed}", signed, last.strip(), called=False)]
     en = _EN_SIGN_OFF.search(last)
-    if en and (
-        len(lines) > 1 or not en.group(0).lstrip()[:1].isalpha()
-    ):  # "ty!! -bea" alone; "thanks, Tom" alone thanks Tom
-        if name := _en_name(en.group(1), en.group(2), lower_ok=True):
-            return [name_candidate(f"{NAME_EN}{name}", name, last.strip(), called=False)]
+    # "ty!! -bea" may end a one-line message; "thanks, Tom" alone thanks Tom
+    signs = en is not None and (len(lines) > 1 or not en.group(0).lstrip()[:1].isalpha())
+    if en is not None and signs and (name := _en_name(en.group(1), en.group(2), lower_ok=True)):
+        return [name_candidate(f"{NAME_EN}{name}", name, last.strip(), called=False)]
     return []
 
 
