@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mneme.memory.api import Memory
+from mneme.memory.extract import reminds
 from mneme.memory.usermodel.heads import given_name
 from mneme.memory.usermodel.names import spoken_names
 
@@ -74,3 +75,24 @@ def test_a_corrected_or_changed_name_is_the_one_kept(
     memory.add(first, user_id="u")
     memory.add(then, user_id="u")
     assert memory.profile(user_id="u")["name"].value == name
+
+
+@pytest.mark.parametrize(
+    ("text", "remember"),
+    [
+        ("记住了哦，下次要喊我名字", True),
+        ("帮我记一下：我老婆生日是6月8号", True),
+        ("keep in mind I'm vegetarian", True),
+        ("Please remember my name next time", True),
+        ("我不希望你记住我的职业", False),  # negated: a request to forget
+        ("rather you didn't remember my asthma", False),
+        ("remove my email from what you remember about me", False),
+    ],
+)
+def test_a_request_to_remember_is_never_one_to_forget(text: str, remember: bool) -> None:
+    assert reminds(text) is remember
+
+
+def test_a_name_given_with_a_request_to_remember_it_is_kept(memory: Memory) -> None:
+    memory.add("本宝宝叫糖糖！记住了哦，下次要喊我名字😤", user_id="u")
+    assert memory.profile(user_id="u")["name"].value == "糖糖"

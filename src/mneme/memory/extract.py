@@ -1164,11 +1164,32 @@ _REMINDS = re.compile(
     r"|\bI (?:keep |always |often )?(?:forget|forgot)\b|\bI (?:can't|cannot|couldn't|don't) (?:remember|recall)\b",
     re.I,
 )
+_REMEMBER = re.compile(
+    r"记住|记着|记一下|记下|记牢|牢记|记得|帮我记|存一下|記住|記著|記得|記低"
+    r"|\b(?:remember|keep in mind|bear in mind|make a note|note (?:that|down|this)|save this|file this away"
+    r"|for future reference)\b",
+    re.I,
+)
+"""A request to remember ("记住我不喝酒", "keep in mind I'm vegan"): the opposite of one to forget,
+however near the `forget` head reads it (docs/benchmarks.md)..."""
+_UNWANTED = re.compile(
+    r"[别甭]|不(?:要|用|必|需要|希望|想|准|许)|n't\b|\b(?:not|no need|stop|never|rather)\b", re.I
+)
+_DELETE = re.compile(r"删|忘掉|去掉|抹掉|\b(?:remove|delete|erase|wipe)\b", re.I)
+"""...unless it is negated or unwanted before ("我不希望你记住我的职业", "rather you didn't remember my
+asthma") or the clause deletes ("remove my email
+from what you remember about me")."""
 
 
 def reminds(clause: str) -> bool:
-    """Whether a clause says "don't forget", "before I forget" or "我又忘了…": a reminder or a lapse, never a request to forget."""
-    return bool(_REMINDS.search(clause))
+    """Whether a clause is a reminder, a lapse or a request to remember, never a request to forget.
+
+    "don't forget", "before I forget", "我又忘了…", "记住…", "keep in mind…".
+    """
+    if _REMINDS.search(clause):
+        return True
+    asked = _REMEMBER.search(clause)
+    return asked is not None and not _UNWANTED.search(clause[: asked.start()]) and not _DELETE.search(clause)
 
 
 def forget_topic(clause: str) -> str | None:
