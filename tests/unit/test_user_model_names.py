@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from langchain_core.messages import SystemMessage
+
+from mneme.graph import build_graph
 from mneme.memory.api import Memory
 from mneme.memory.extract import reminds
 from mneme.memory.usermodel.heads import given_name
 from mneme.memory.usermodel.names import spoken_names
+from tests.fakes import ScriptedChatModel
 
 
 def test_the_given_name_head_reads_names_no_list_holds_and_not_words() -> None:
@@ -96,3 +101,31 @@ def test_a_request_to_remember_is_never_one_to_forget(text: str, remember: bool)
 def test_a_name_given_with_a_request_to_remember_it_is_kept(memory: Memory) -> None:
     memory.add("本宝宝叫糖糖！记住了哦，下次要喊我名字😤", user_id="u")
     assert memory.profile(user_id="u")["name"].value == "糖糖"
+
+
+@pytest.mark.parametrize(
+    ("told", "asked"),
+    [
+        ("好的，按你说的改完了，谢谢！\n——佳琪", "帮我写一条生日祝福发给我妈，落款用我的名字"),
+        (
+            "It's Sean, not Shawn. You've spelled it wrong twice now.",
+            "Draft a note to my landlord, signed with my name.",
+        ),
+    ],
+)
+def test_a_request_that_names_the_users_name_is_shown_it(tmp_path: Path, told: str, asked: str) -> None:
+    model = ScriptedChatModel.script("ok", "ok")
+    g = build_graph(model=model, home=tmp_path)
+    g.invoke(
+        {"messages": [{"role": "user", "content": told}]},
+        {"configurable": {"thread_id": "a"}},
+        context={"user_id": "u"},
+    )
+    g.invoke(
+        {"messages": [{"role": "user", "content": asked}]},
+        {"configurable": {"thread_id": "b"}},
+        context={"user_id": "u"},
+    )
+    shown = " ".join(str(m.content) for m in model.seen[-1] if isinstance(m, SystemMessage))
+    name = spoken_names(told)[0].value
+    assert f"{name}" in shown.split("<memories>")[-1]

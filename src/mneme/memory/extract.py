@@ -1311,6 +1311,22 @@ def earlier_value(topic: str) -> bool:
     return bool(_EARLIER.search(topic))
 
 
+def own_fields(text: str) -> set[str]:
+    """The speaker's own profile fields a text names with my / 我的 ("落款用我的名字", "send it to my address").
+
+    A request that names one needs it, however little else it touches it.
+    """
+    low = text.lower()
+    return {
+        subject
+        for word, subject in TOPIC_SUBJECTS.items()
+        if re.search(
+            rf"\b(?:my|our)\s+{re.escape(word)}(?![a-z])" if word.isascii() else rf"我的?{re.escape(word)}",
+            low,
+        )
+    }
+
+
 def names_only_a_field(topic: str) -> bool:
     """Whether most of a topic's words name a kind of data ("电话号码", "my phone number").
 

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 from langgraph.store.base import BaseStore
 
+from mneme.memory.extract import own_fields
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
 from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, touched
 from mneme.memory.usermodel.refer import about_pets, kin_in, pet_names
-from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT
+from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT, taxonomy
 
 TOUCH_MIN = 0.25
 """An aspect a request touches less than this (0..1, see `heads.touched`) brings nothing in."""
@@ -84,6 +85,9 @@ def touch_of(request: str) -> Touch:
     local = local_of(vector)
     if local >= LOCAL_MIN:
         aspects[PLACE] = 1.0
+    for subject in own_fields(request):  # "落款用我的名字": the name, whatever the domain
+        if (aspect := taxonomy().by_subject(subject)) is not None:
+            aspects[aspect.key] = 1.0
     return Touch(domains=domains, aspects=aspects, local=local, kin=frozenset(kin_in(request)))
 
 
