@@ -17,9 +17,9 @@ from mneme.memory.usermodel.heads import given_name
 
 GIVEN_NAME = 0.5
 """A word the `given_name` head reads at least this likely is taken for a name in a name's place
-("Marcus here", "I'm Gabriel, trying to learn Python"). Chosen on the head's training words and a
-few phrasings ("Canadian" 0.16, "Catholic" 0.26, "Monday" 0.03); the helpers' held-out name
-trials measure it (docs/benchmarks.md)."""
+("Marcus here", "I'm Gabriel, trying to learn Python"): the head's own decision boundary ("Canadian"
+0.13, "Catholic" 0.21, "Monday" 0.06; "Oluwaseun" 0.89); the helpers' held-out name trials
+measure it (docs/benchmarks.md)."""
 
 _W = r"[^\W\d_][\w'’-]*"
 """One word of a name: letters, an apostrophe or a hyphen inside (D'Angelo, Mei-Ling, Schäfer)."""
