@@ -9,7 +9,7 @@ from langchain_core.messages import SystemMessage
 
 from mneme.graph import build_graph
 from mneme.memory.api import Memory
-from mneme.memory.extract import reminds
+from mneme.memory.extract import earlier_value, reminds
 from mneme.memory.usermodel.heads import given_name
 from mneme.memory.usermodel.names import spoken_names
 from tests.fakes import ScriptedChatModel
@@ -129,3 +129,19 @@ def test_a_request_that_names_the_users_name_is_shown_it(tmp_path: Path, told: s
     shown = " ".join(str(m.content) for m in model.seen[-1] if isinstance(m, SystemMessage))
     name = spoken_names(told)[0].value
     assert f"{name}" in shown.split("<memories>")[-1]
+
+
+@pytest.mark.parametrize(
+    ("topic", "earlier"),
+    [
+        ("Please don't use my old name anymore", True),
+        ("以后别再用旧名字叫我了", True),
+        ("把我以前的地址删了", True),
+        ("把我之前说的住址删了", False),  # a value said before is the one the user has
+        ("please delete the email I gave you earlier", False),
+    ],
+)
+def test_a_forget_request_about_an_old_value_is_told_from_one_about_a_value_said_before(
+    topic: str, earlier: bool
+) -> None:
+    assert earlier_value(topic) is earlier

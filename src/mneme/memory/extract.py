@@ -1296,10 +1296,13 @@ def subject_of_topic(topic: str) -> str | None:
     return None
 
 
+_FIELD_WORDS = "|".join(re.escape(w) for w in sorted(TOPIC_SUBJECTS, key=len, reverse=True))
 _EARLIER = re.compile(
-    r"(?i:\b(?:old|former|previous|earlier|maiden|dead)\b)|旧|以前的?|原来的?|之前的?|过去的?"
+    rf"(?:旧的?|以前的|原来的|之前的|过去的)(?:{_FIELD_WORDS})"
+    rf"|(?i:\b(?:old|former|previous|maiden|dead)\s+(?:{_FIELD_WORDS}))"
 )
-"""Words that put a field's value in the past ("my old name", "以前的地址")."""
+"""A field's word right after a word that puts its value in the past ("my old name", "以前的地址"),
+not a value said earlier ("把我之前说的住址删了", "the email I gave you earlier")."""
 
 
 def earlier_value(topic: str) -> bool:

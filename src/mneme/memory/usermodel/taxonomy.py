@@ -40,9 +40,11 @@ class Aspect:
     everywhere: bool = False
     """Every request touches it a little (how to answer: format, tone); relevance decides."""
     ruled: bool = False
-    """Only a rule's reading sets its field (a self-introduction for a name): a classifier's
-    reading of a statement under it is kept unkeyed, replaces nothing the same message's rules
-    gave, and replaces the field only when read as far from it ("We call him Quill" is a pet's)."""
+    """Only a rule's reading sets its field (a self-introduction for a name). A classifier's reading
+    of a statement under it is kept unkeyed and replaces nothing the same message's rules gave; it,
+    or a statement of a neighbouring aspect, replaces the field only when read as a change that
+    holds a name (`names.holds_a_name`: "just Bob is fine from now on"; not "We call him Quill",
+    a pet's, nor "Anyway — back to the formula.")."""
 
 
 @dataclass(frozen=True)
