@@ -211,6 +211,9 @@ def test_a_phone_is_kept_as_written_with_the_redactor_reading_it() -> None:
         ("我妈的工作你不用知道", None),  # someone else's field
         ("Please stop storing my husband's name.", None),
         ("I can't remember her name", None),
+        ("把我之前说的住址删了", "location"),  # a value the speaker says they gave is theirs
+        ("把我上次告诉你的电话删掉", "phone"),
+        ("我妈之前说的地址", None),
     ],
 )
 def test_a_forget_topic_names_a_field_of_the_speakers_own(topic: str, subject: str | None) -> None:

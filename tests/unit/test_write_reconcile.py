@@ -165,6 +165,25 @@ def test_forgetting_a_kind_of_data_deletes_that_kind_and_never_another(memory: M
     assert {r.id for r in memory.get_all(user_id="u")} == {courier.id, email.id}
 
 
+@pytest.mark.parametrize(
+    ("facts", "asked"),
+    [
+        (["我住在杭州西湖区文三路100号", "我的邮箱是 bob@example.com"], "把我之前说的住址删了"),
+        (
+            ["I live at 12 Elm Street, Springfield", "My email is bob@example.com"],
+            "please delete the email I gave you earlier",
+        ),
+    ],
+)
+def test_a_value_the_user_says_they_gave_is_the_one_forgotten(
+    memory: Memory, facts: list[str], asked: str
+) -> None:
+    address, email = (memory.add(f, user_id="u")[0] for f in facts)
+    gone = address if "住址" in asked else email
+    assert [c.id for c in memory.add(asked, user_id="u") if c.operation == "DELETE"] == [gone.id]
+    assert [r.id for r in memory.get_all(user_id="u")] == [({address.id, email.id} - {gone.id}).pop()]
+
+
 def test_before_i_forget_is_no_request_to_forget(memory: Memory) -> None:
     kept = memory.add("My email is wes@example.org", user_id="u")[0]
     others = [

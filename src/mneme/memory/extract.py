@@ -1275,13 +1275,25 @@ _OWN = ("我", "我们", "我家", "俺", "本人", "自己")
 """How a Chinese possessor before 的 ends when it is the speaker ("把我的邮箱", "我家的地址")."""
 
 
+_SAID_IT = re.compile(
+    r"(?i:\b(?:that\s+|which\s+)?i(?:'ve|\s+have)?\s+(?:gave|given|told|sent|shared|mentioned|said|wrote|"
+    r"provided|entered|left)\b(?:\s+(?:to\s+)?you)?(?:\s+(?:earlier|before|previously|last\s+time|"
+    r"yesterday|the\s+other\s+day|once))?)"
+    r"|我(?:之前|刚才|刚刚|上次|以前|早先|先前|那天|前面)?(?:跟你|和你|对你)?"
+    r"(?:说过?|提过|提到过?|告诉过?你|给过?你|发给你|留过?|填过?|写过?)了?的"
+)
+"""A relative clause by which the speaker points at a value they gave ("the email I gave you
+earlier", "我之前说的住址"): it names no one else and no other data."""
+
+
 def subject_of_topic(topic: str) -> str | None:
     """The profile field a forget request names, if any.
 
     An English word counts whole ("language" names no age). A field of someone else's ("我妈的
-    工作", "my husband's name", "her name") is no field of the speaker's profile: None.
+    工作", "my husband's name", "her name") is no field of the speaker's profile: None; one the
+    speaker says they gave ("把我之前说的住址删了") is theirs.
     """
-    low = topic.lower()
+    low = _SAID_IT.sub(" ", topic.lower())
     for word, subject in TOPIC_SUBJECTS.items():
         if word.isascii():
             m = re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", low)
@@ -1334,9 +1346,10 @@ def names_only_a_field(topic: str) -> bool:
     """Whether most of a topic's words name a kind of data ("电话号码", "my phone number").
 
     What a request only worded as one may look up as a profile field: "我女儿把我手机里的游戏全删了"
-    names a phone among other things, and is about the games.
+    names a phone among other things, and is about the games; "the email I gave you earlier"
+    names only the email.
     """
-    own = terms(topic)
+    own = terms(_SAID_IT.sub(" ", topic))
     fields = [t for t in own if any(t.startswith(w) if w.isascii() else w in t for w in TOPIC_SUBJECTS)]
     return bool(own) and 2 * len(fields) > len(own)
 
