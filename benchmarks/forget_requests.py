@@ -5,7 +5,9 @@ assistant three facts on different topics (and, told before them, the six facts 
 scenarios: a user has more memories than the ones in question), then says one message. A forget request ("邮箱那个就当
 我没说过哈", "you don't need to know where I work") must delete exactly the facts it points at;
 a near miss ("我又忘了带钥匙", "before I forget, book the dentist", "I moved to Bristol") must
-delete nothing. Each scenario is a fresh user on one `Memory`, each fact its own `Memory.add`.
+delete nothing. A second set of near misses (`forget_near_misses.json`, written by another helper
+on 2026-12-07: mishaps, deleting one's own photos, editing a text, "I just want to forget today")
+is said after six facts each; it counts the texts read as a request and those that deleted anything. Each scenario is a fresh user on one `Memory`, each fact its own `Memory.add`.
 
 The set was split before any tuning by a hash of the message (`half`: tune or report). A
 scenario counts when every fact it names was stored at all (what was never stored cannot be
@@ -27,11 +29,22 @@ from typing import Any
 from benchmarks.common import ROOT, write_result
 
 DATA = ROOT / "benchmarks" / "data" / "forget_requests.json"
+NEAR_MISSES = ROOT / "benchmarks" / "data" / "forget_near_misses.json"
+
+
+def near_misses() -> list[dict[str, Any]]:
+    """The second set of near misses (`forget_near_misses.json`).
+
+    Mishaps, deleting one's own files, editing a text, wanting to forget a bad day.
+    """
+    items: list[dict[str, Any]] = json.loads(NEAR_MISSES.read_text(encoding="utf-8"))["items"]
+    return items
 
 
 def run(split: str, verbose: bool = False, only: str = "") -> dict[str, Any]:
     """Score the scenarios of one half (or all) through `Memory.add`."""
     from mneme import Memory
+    from mneme.memory.usermodel.statements import read_message
 
     data = [s for s in json.loads(DATA.read_text())["scenarios"] if split in ("all", s["half"])]
     if only:
@@ -81,7 +94,31 @@ def run(split: str, verbose: bool = False, only: str = "") -> dict[str, Any]:
             if verbose and not passed:
                 print(f"miss {kind} {sc['message']!r}: deleted {sorted(deleted)}, wanted {sc['forget']}")
                 print("    " + "; ".join(f"{c.operation} {c.text}" for c in changes))
+        for n, item in enumerate(i for i in near_misses() if split in ("all", i["half"])):
+            # a second, harder set of near misses: each said after six facts of its language
+            user = f"n{n}"
+            own = [o for o in data if o["lang"] == item["lang"]]
+            told = [f for o in (own[n % len(own)], own[(n * 5 + 1) % len(own)]) for f in o["facts"]]
+            for k, fact in enumerate(told):
+                memory.add([{"role": "user", "content": fact, "id": f"d{k}"}], user_id=user, session_id="s0")
+            changes = memory.add(
+                [{"role": "user", "content": item["text"], "id": "m"}], user_id=user, session_id="s1"
+            )
+            key = f"near_miss_new_{item['lang']}"
+            counts[f"{key}_n"] += 1
+            counts[f"{key}_read"] += any(c.action == "forget" for c in read_message(item["text"]))
+            gone = [c.text for c in changes if c.operation == "DELETE"]
+            counts[f"{key}_deleted_something"] += bool(gone)
+            if verbose and gone:
+                print(f"miss near_miss_new {item['text']!r}: deleted {gone}")
     out: dict[str, Any] = {"split": split}
+    for lang in ("zh", "en"):
+        key = f"near_miss_new_{lang}"
+        out[key] = {
+            "texts": counts[f"{key}_n"],
+            "read_as_forget_request": counts[f"{key}_read"],
+            "deleted_something": counts[f"{key}_deleted_something"],
+        }
     for kind in ("request", "near_miss"):
         for lang in ("zh", "en"):
             key = f"{kind}_{lang}"

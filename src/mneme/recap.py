@@ -18,8 +18,8 @@ from mneme import prompts
 from mneme.memory.record import Source, now_iso
 from mneme.memory.redact import MARKER, redact_text
 from mneme.memory.repo import Repo
-from mneme.memory.terms import is_chinese
-from mneme.memory.write import OUTDATED, WriteContext, Writer
+from mneme.memory.terms import is_chinese, terms
+from mneme.memory.write import OUTDATED, WriteContext, Writer, names
 from mneme.tokens import message_text
 
 log = logging.getLogger("mneme.recap")
@@ -52,54 +52,77 @@ def without_forgotten(text: str, forgotten: Sequence[str]) -> str:
 
 
 def forget_in_sessions(store: BaseStore, user_id: str, texts: Sequence[str]) -> list[str]:
-    """Take the personal data of forgotten memories out of a user's session titles and recaps.
+    """Take what the user forgot out of their session titles and recaps.
 
     A recap is built from what the session's replies settled ("Noted: Phone: [phone ******0142]")
     and its title is the session's first message, so either can quote a value the user later
     asks to forget. Each marker of personal data in the forgotten texts is replaced in every
     session record, its digest is kept there so that later recaps of the session leave it out,
     and a stored recap memory that quotes it is deleted (its history scrubbed; the next end of
-    the session writes it again, without it).
+    the session writes it again, without it). A title that quotes a forgotten text ("I don't
+    drink, been sober 3 yrs now", or the forget request itself) becomes `FORGOTTEN_MARK`, in the
+    recap too.
 
     Args:
         store: The memory store.
         user_id: Whose memories were forgotten.
-        texts: The texts of the memories forgotten.
+        texts: The texts of the memories forgotten (and of the request that forgot them).
 
     Returns:
         The ids of the recap memories deleted.
     """
     markers = {m.group(0) for text in texts for m in MARKER.finditer(text or "")}
-    if not markers:
+    said = [t for t in texts if t and terms(t)]
+    if not markers and not said:
         return []
     digests = sorted({_digest(m) for m in markers})
     repo = Repo(store)
     writer = Writer(store)
     deleted = []
     for record in repo.sessions(user_id):
+        title = str(record.get("title") or "")
         quoted = [k for k in ("title", "recap") if any(m in str(record.get(k) or "") for m in markers)]
+        retitled = title != FORGOTTEN_MARK and any(quotes(title, t) for t in said)
         memory = (
             repo.get(user_id, str(record.get("recap_memory_id") or ""))
             if record.get("recap_memory_id")
             else None
         )
-        stale = memory is not None and any(m in memory.text for m in markers)
-        if not quoted and not stale:
+        shown = _clip(redact_text(title), 60) if retitled else None
+        stale = memory is not None and (
+            any(m in memory.text for m in markers) or (shown is not None and shown in memory.text)
+        )
+        if not quoted and not stale and not retitled:
             continue
-        forgotten = sorted({*(record.get(FORGOTTEN) or []), *digests})
-        for key in quoted:
-            record[key] = without_forgotten(str(record[key]), forgotten)
-        record[FORGOTTEN] = forgotten
+        if markers:
+            forgotten = sorted({*(record.get(FORGOTTEN) or []), *digests})
+            for key in quoted:
+                record[key] = without_forgotten(str(record[key]), forgotten)
+            record[FORGOTTEN] = forgotten
+        if shown is not None:
+            record["title"] = FORGOTTEN_MARK
+            record["recap"] = str(record.get("recap") or "").replace(shown, FORGOTTEN_MARK)
         if memory is not None and stale:
             ctx = WriteContext(
                 user_id=user_id, source=Source(thread_id=str(record.get("thread_id", "")), actor="system")
             )
-            writer.delete(memory, ctx, reason="it quoted personal data the user asked to forget")
+            writer.delete(memory, ctx, reason="it quoted what the user asked to forget")
             record.pop("recap_memory_id", None)
             record.pop("ended_turns", None)
             deleted.append(memory.id)
         repo.put_session(user_id, str(record.get("thread_id", "")), record)
     return deleted
+
+
+def quotes(title: str, text: str) -> bool:
+    """Whether a session's title quotes a forgotten text.
+
+    It does when it holds most of the text's words, or when the text holds most of a title of two
+    words or more ("I'm vegan" and "I'm vegan, 4 years in").
+    """
+    if not title:
+        return False
+    return names(text, title) or (len(terms(title)) >= 2 and names(title, text))
 
 
 _SETTLED = re.compile(

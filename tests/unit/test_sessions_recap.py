@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
@@ -132,3 +134,32 @@ def test_a_recap_is_written_in_the_language_of_the_session() -> None:
     en = recap_text(title="Where is my order?", summary="", task=task, messages=[])
     assert en.startswith('Session "Where is my order?". Topic: return. Facts: order_id 20240508001.')
     assert en.endswith("Open: explain how to return order 20240508001.")
+
+
+@pytest.mark.parametrize(
+    ("fact", "asked", "later", "gone"),
+    [
+        (
+            "I don't drink, been sober 3 yrs now",
+            "can you forget the stuff about me not drinking? kinda private",
+            "any good bars around for friday?",
+            "sober",
+        ),
+        ("我对花生过敏，一点都不能碰", "花生过敏那个事你就别记了", "帮我挑点下午茶零食", "花生"),
+    ],
+)
+def test_a_fact_forgotten_in_a_later_session_is_gone_from_memory_and_from_every_recap(
+    tmp_path: Path, fact: str, asked: str, later: str, gone: str
+) -> None:
+    graph = build_graph(model="offline", home=tmp_path)
+    _ask(graph, "u", "a", fact)
+    # the first session's recap quotes the fact: the request is about the fact, not the recap
+    deleted = [w for w in _ask(graph, "u", "b", asked)["writes"] if w["operation"] == "DELETE"]
+    assert [w["text"] for w in deleted] == [fact]
+    assert _ask(graph, "u", "c", later)["memories"] == []
+    memory = Memory(graph.store)
+    left = [r.text for r in memory.get_all(user_id="u")]
+    assert not [t for t in left if gone in t]  # the aside ("kinda private") is no memory either
+    assert not [t for t in left if "private" in t]
+    shown = [f"{s.title} {s.recap}" for s in Sessions(graph.checkpointer, graph.store).list(user_id="u")]
+    assert len(shown) == 3 and not [t for t in shown if gone in t]

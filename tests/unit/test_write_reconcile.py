@@ -184,6 +184,44 @@ def test_a_value_the_user_says_they_gave_is_the_one_forgotten(
     assert [r.id for r in memory.get_all(user_id="u")] == [({address.id, email.id} - {gone.id}).pop()]
 
 
+@pytest.mark.parametrize(
+    ("facts", "asked"),
+    [
+        (
+            ["My boyfriend Sam works at a bank and loves fishing", "I live in Denver"],
+            "forget everything about my boyfriend",
+        ),
+        (["我老公在银行上班，他特别爱钓鱼", "我住在杭州"], "我老公那些事你就别记着了，他不喜欢被打听"),
+    ],
+)
+def test_a_request_to_forget_all_about_someone_deletes_them_and_stores_its_reason_nowhere(
+    tmp_path: Path, facts: list[str], asked: str
+) -> None:
+    with Memory.open(tmp_path) as memory:  # the embedded home, as users run it
+        partner, home = (memory.add(f, user_id="u")[0] for f in facts)
+        assert [(c.operation, c.id) for c in memory.add(asked, user_id="u")] == [("DELETE", partner.id)]
+        assert [r.id for r in memory.get_all(user_id="u")] == [home.id]
+
+
+@pytest.mark.parametrize(
+    ("instruction", "news"),
+    [
+        ("以后回复我简短点就行，别啰嗦", "网易那边我已经辞了，现在在字节做产品经理"),
+        (
+            "Please keep your answers short, no long essays",
+            "Quit my job at the bank, I'm teaching high school math now",
+        ),
+    ],
+)
+def test_news_of_ones_life_never_revises_an_instruction_to_the_assistant(
+    tmp_path: Path, instruction: str, news: str
+) -> None:
+    with Memory.open(tmp_path) as memory:
+        kept = memory.add(instruction, user_id="u")[0]
+        assert [c.operation for c in memory.add(news, user_id="u")] == ["ADD"]
+        assert kept.id in {r.id for r in memory.get_all(user_id="u")}
+
+
 def test_before_i_forget_is_no_request_to_forget(memory: Memory) -> None:
     kept = memory.add("My email is wes@example.org", user_id="u")[0]
     others = [

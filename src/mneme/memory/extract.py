@@ -1218,7 +1218,16 @@ def forget_topic(clause: str) -> str | None:
         re.sub(r"(?:这件事|这个|吧|了|的事|信息|\s+anymore|\s+any more|\s+please)$", "", topic, flags=re.I)
         or topic
     )
-    return re.sub(r"^我", "", topic) if zh else topic
+    return re.sub(r"^我", "", topic) if zh else _ABOUT.sub("", topic) or topic
+
+
+_ABOUT = re.compile(
+    r"^(?:everything|anything|all(?:\s+the\s+(?:stuff|things?|info))?|the\s+(?:stuff|things?|bits?|part|info)|"
+    r"what\s+I\s+(?:said|told\s+you|mentioned))\s+(?:about|on|regarding)\s+",
+    re.I,
+)
+"""How much of a topic an English request asks to forget ("everything about my boyfriend"): not
+what it is about."""
 
 
 _TOPIC_JOINS = re.compile(r"、|和|以及|还有|\b(?:and|plus|as well as)\b|&", re.I)

@@ -33,6 +33,7 @@ from mneme.memory.extract import (
     Candidate,
     earlier_value,
     forget_parts,
+    forget_topic,
     name_text,
     names_only_a_field,
     subject_of_topic,
@@ -316,8 +317,10 @@ class Writer:
                 changes.extend(done)
                 if cand.message is not None:
                     made.update((c.id, cand.message) for c in done if c.id and c.operation in WRITTEN)
-                if cand.action == "forget":
-                    forgotten += [c.text for c in done if c.operation == "DELETE"]
+                if cand.action == "forget" and (gone := [c.text for c in done if c.operation == "DELETE"]):
+                    # the request itself names what it forgets ("forget the stuff about me not
+                    # drinking"): a session title that quotes it goes too
+                    forgotten += [*gone, cand.evidence or cand.text]
         if forgotten:  # after the lock: a recap quoting them is deleted through `delete`, which takes it
             self._forget_in_sessions(ctx.user_id, forgotten)
         return changes
@@ -473,7 +476,7 @@ class Writer:
             self.repo.apply(ops)
             self._outdate_session(record)
         scrub_store(self.store, ctx.user_id, {op.key for op in ops})
-        if (record.metadata or {}).get("source") != "session_summary":  # a recap is what is cleaned
+        if not is_recap(record):  # a recap is what is cleaned
             self._forget_in_sessions(ctx.user_id, [record.text])
         return MemoryChange(
             operation="DELETE",
@@ -830,10 +833,11 @@ class Writer:
                 # a brother's move replaces no home of the user's, nor the user's move his
                 if old.aspect and (old.aspect == OTHERS_ASPECT) == cand.others:
                     pool.setdefault(old.id, (old, old.aspect in area, rel))
-        olds = [entry for key, entry in pool.items() if key not in fresh]  # (the far ones too)
-        ruled = [old.id for old, _, _ in olds if (a := tax.aspect(old.aspect)) is not None and a.ruled]
-        if ruled and not holds_a_name(text):  # "Anyway — back to the formula." replaces no name
-            olds = [entry for entry in olds if entry[0].id not in ruled]
+        olds = [
+            entry
+            for key, entry in pool.items()
+            if key not in fresh and replaceable(entry[0], cand, text)  # (the far ones too)
+        ]
         if not olds:
             return None
         chance = supersedes([old.text for old, _, _ in olds], text)
@@ -969,7 +973,8 @@ class Writer:
         """Delete what a forget request is about.
 
         That is: the memory it names (`target`); else, for each topic it names ("把猫和邮箱都
-        去掉" names two, `forget_parts`), what that topic points at (`_forget_targets`).
+        去掉" names two, `forget_parts`), what that topic points at (`_forget_targets`); a request
+        read whole that finds nothing is looked up again by what its words name (`forget_topic`).
         """
         topic = cand.topic or cand.text
         targets: dict[str, MemoryRecord] = {}
@@ -979,6 +984,13 @@ class Writer:
         else:
             for part in forget_parts(topic):
                 targets.update((r.id, r) for r in self._forget_targets(part, ctx.user_id, cand.tentative))
+            words = None if cand.tentative else forget_topic(cand.evidence or topic)
+            if not targets and words and words != topic:
+                # a request read whole reads like a request ("forget everything about my
+                # boyfriend"); what its words name reads like the memory, and must hold most of
+                # them ("I want to forget I ever met that guy" names no husband)
+                for part in forget_parts(words):
+                    targets.update((r.id, r) for r in self._forget_targets(part, ctx.user_id, tentative=True))
         if not targets:
             return [MemoryChange(operation="NOOP", id=None, text=topic, reason="nothing matching to forget")]
         changes = []
@@ -1037,11 +1049,37 @@ class Writer:
         hits = [(r, rel) for r, rel in hits if not r.redacted]
         if named or not hits:
             return named
+        # a session's recap quotes what was said in it ('Session "I don't drink…"'): the fact
+        # itself is what a request is about (its recap goes with it, `forget_in_sessions`), so a
+        # recap competes only when no fact is like the request
+        facts = [(r, rel) for r, rel in hits if not is_recap(r)]
+        if facts and facts[0][1] >= floor:
+            hits = facts
         best, rel = hits[0]
         runner_up = hits[1][1] if len(hits) > 1 else 0.0
         if tentative and not names(topic, best.text):
             return []
         return [best] if rel >= floor and rel - runner_up >= FORGET_MARGIN else []
+
+
+def replaceable(old: MemoryRecord, cand: Candidate, text: str) -> bool:
+    """Whether a statement may revise a memory, whatever the pair reads like.
+
+    A name only by a statement that holds one ("Anyway — back to the formula." replaces no
+    name, `Aspect.ruled`); an instruction to the assistant only by a statement of its own
+    aspect (a new job revises no "以后回复我简短点", `Aspect.instruction`).
+    """
+    aspect = taxonomy().aspect(old.aspect)
+    if aspect is None:
+        return True
+    if aspect.ruled and not holds_a_name(text):
+        return False
+    return not aspect.instruction or old.aspect in (cand.aspect, *cand.near)
+
+
+def is_recap(record: MemoryRecord) -> bool:
+    """Whether a memory is a session's recap (`recap.end_session`), not something the user said."""
+    return (record.metadata or {}).get("source") == "session_summary"
 
 
 def names(topic: str, text: str) -> bool:

@@ -379,6 +379,8 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
                 out.append(request)
             asked = request
             continue
+        if asked is not None and not mine and reading.aspect_p < BACK_ASPECT:
+            continue  # why the request was made ("kinda private", "他不喜欢被打听"): no fact to keep
         asked = None
         if is_hypothetical(clause):
             used.update(mine)  # a supposition is no fact

@@ -45,6 +45,10 @@ class Aspect:
     or a statement of a neighbouring aspect, replaces the field only when read as a change that
     holds a name (`names.holds_a_name`: "just Bob is fine from now on"; not "We call him Quill",
     a pet's, nor "Anyway — back to the formula.")."""
+    instruction: bool = False
+    """What the person asks of the assistant (how to reply, what not to bring up), not something
+    about their life: only a statement read as of its own aspect replaces it ("网易那边我已经辞了"
+    revises no "以后回复我简短点")."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ def _aspect(key: str, raw: dict[str, Any]) -> Aspect:
         subject=LEGACY_SUBJECTS.get(key, key),
         everywhere=bool(raw.get("everywhere", False)),
         ruled=bool(raw.get("ruled", False)),
+        instruction=bool(raw.get("instruction", False)),
     )
 
 
