@@ -98,6 +98,24 @@ def test_a_request_to_remember_is_never_one_to_forget(text: str, remember: bool)
     assert reminds(text) is remember
 
 
+@pytest.mark.parametrize(
+    ("intro", "name", "also"),
+    [
+        ("hi～我叫林薇，在杭州做UI设计，目前在网易", "林薇", ["杭州", "网易"]),
+        ("hey! I'm Jess Romero, ER nurse at Denver Health, mostly night shifts", "Jess Romero", ["nurse"]),
+        ("我是新来的实习生赵一鸣，请多关照", "赵一鸣", []),  # a polite formula is nothing to keep
+    ],
+)
+def test_what_a_self_introduction_says_beside_the_name_is_kept(
+    memory: Memory, intro: str, name: str, also: list[str]
+) -> None:
+    memory.add(intro, user_id="u")
+    assert memory.profile(user_id="u")["name"].value == name
+    others = [r.text for r in memory.get_all(user_id="u") if r.subject != "name"]
+    assert all(any(word in t for t in others) for word in also)
+    assert not [t for t in others if "关照" in t]
+
+
 def test_a_name_given_with_a_request_to_remember_it_is_kept(memory: Memory) -> None:
     memory.add("本宝宝叫糖糖！记住了哦，下次要喊我名字😤", user_id="u")
     assert memory.profile(user_id="u")["name"].value == "糖糖"

@@ -59,6 +59,9 @@ changes (home, employer) when the classifier reads that aspect with at least thi
 ASPECT_MIN = 0.3
 """A memory stored as given (a tool, the API, an LLM without an aspect) is tagged with the aspect
 the classifier reads only at this probability or more."""
+INTRODUCED_ASPECT = 0.2
+"""What a self-introduction says beside the name (`after_name`) is kept when it reads as an
+aspect of the person at this probability ("我在成都开火锅店" 0.23; "我请多关照" 0.10, "I'm Hi" 0.11)."""
 SEPARATE_ASPECT = 0.5
 """Each piece of a clause needs at least this aspect probability to be kept on its own
 (`separate`; chosen on the tune halves: below it, 21 of 22 split clauses of the Chinese
@@ -353,6 +356,7 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
     new: list[Candidate] = []
     asked: Candidate | None = None  # the forget request of the clause just before, if any
     marks: list[tuple[int, int]] = []  # what `out` and `new` held before each clause
+    introduced: list[str] = []  # what a self-introduction says beside the name (`after_name`)
     for n, clause in enumerate(parts):
         marks.append((len(out), len(new)))
         reading = read[clause]
@@ -418,6 +422,10 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
                 _changes_a_field(reading, clause) or _says_more(clause, [ruled[i] for i in mine], parts_read)
             ):
                 new.append(_as_sensitive_as(_new_candidate(reading), parts_read))
+            if all(ruled[i].subject == "name" for i in mine) and (
+                rest := after_name(clause, [ruled[i] for i in mine], kept=[p.text for p in unread])
+            ):
+                introduced.append(rest)
             continue
         if is_question(clause) or about_someone_else(clause):
             continue
@@ -426,6 +434,11 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
             _as_sensitive_as(c, parts_read) if c.evidence == reading.text else c
             for c in _statements(clause, reading, parts_read)
         )
+    for rest, reading in zip(introduced, read_statements(introduced), strict=True):
+        aspect = taxonomy().aspect(reading.aspect)
+        # not "我请多关照" (0.10), nor "你也这么叫我吧" (the name again)
+        if reading.aspect_p >= INTRODUCED_ASPECT and aspect is not None and not aspect.ruled:
+            new.extend(_statements(rest, reading, [reading]))
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return one_name(out) + _merge(new, zh)
@@ -474,6 +487,35 @@ def asks_to_forget(clause: str, reading: Reading) -> Candidate | None:
         # what its words name is what it may delete ("帮我把这段话的最后一句删掉：我的邮箱是…" names no email)
         return forget_request(clause, named, tentative=True)
     return None
+
+
+_SUBJECT_ZH = re.compile(r"^(?:我|本人|俺|咱|你|您|他|她|它|大家)")
+_SUBJECT_EN = re.compile(r"^(?:I\b|I'|my\b|we\b|our\b|you\b|he\b|she\b|they\b|it\b|everyone\b)", re.I)
+
+
+def after_name(clause: str, names: list[Candidate], kept: Sequence[str] = ()) -> str | None:
+    """What a self-introduction says beside the name, as a statement of the speaker's own.
+
+    "hi～我叫林薇，在杭州做UI设计，目前在网易": the rule keeps the name; the pieces after it share
+    its subject, so they are read, and kept, as "我在杭州做UI设计，目前在网易" ("I'm Jess Romero, ER
+    nurse at Denver Health": "I'm ER nurse at Denver Health"). None when nothing is left, when it
+    has a subject of its own, or when it is a question or about someone else.
+
+    Args:
+        clause: The clause a rule read the name from.
+        names: What the rules read there.
+        kept: Its pieces already kept as statements of their own (`_unread`).
+    """
+    said = [n.evidence or "" for n in names]
+    rest = [p for p in segments(clause) if not any(e and (p in e or e in p) for e in said) and p not in kept]
+    if not rest or len(rest) == len(segments(clause)):
+        return None
+    zh = is_chinese(clause)
+    text = ("，" if zh else ", ").join(rest)
+    if (_SUBJECT_ZH if zh else _SUBJECT_EN).match(text):
+        return None  # a piece with its own subject is read as it is (`_unread`)
+    text = f"我{text}" if zh else f"I'm {text}"
+    return None if is_question(text) or about_someone_else(text) else text
 
 
 def _unread(pieces: list[Reading], rules: list[Candidate]) -> list[Reading]:
