@@ -146,6 +146,12 @@ def test_a_recap_is_written_in_the_language_of_the_session() -> None:
             "sober",
         ),
         ("我对花生过敏，一点都不能碰", "花生过敏那个事你就别记了", "帮我挑点下午茶零食", "花生"),
+        (  # the request reads more like the recap than like the fact: the fact it quotes goes
+            "I've been learning the cello for about two years now",
+            "the cello stuff from before, don't keep that around",
+            "any ideas for a new hobby I could pick up?",
+            "cello",
+        ),
     ],
 )
 def test_a_fact_forgotten_in_a_later_session_is_gone_from_memory_and_from_every_recap(

@@ -222,6 +222,41 @@ def test_news_of_ones_life_never_revises_an_instruction_to_the_assistant(
         assert kept.id in {r.id for r in memory.get_all(user_id="u")}
 
 
+@pytest.mark.parametrize(
+    ("facts", "asked", "gone"),
+    [
+        (
+            [
+                "my son is allergic to peanuts",
+                "my son is in third grade",
+                "I work as an accountant",
+                "my daughter loves ballet",
+            ],
+            "forget everything about my son",
+            [0, 1],
+        ),
+        (
+            ["我老公在阿里工作", "我老公不吃辣", "我对海鲜过敏", "我女儿今年上初一"],
+            "把我老公的事都忘了",
+            [0, 1],
+        ),
+        (
+            ["我妈妈在医院当护士", "我妈有糖尿病", "我住在杭州"],
+            "我妈的工作你不用知道，去掉吧",
+            [0],
+        ),  # one fact of hers
+    ],
+)
+def test_forgetting_all_about_a_family_member_deletes_every_fact_about_them_and_nothing_else(
+    tmp_path: Path, facts: list[str], asked: str, gone: list[int]
+) -> None:
+    with Memory.open(tmp_path) as memory:
+        ids = [memory.add(f, user_id="u")[0].id for f in facts]
+        deleted = {c.id for c in memory.add(asked, user_id="u") if c.operation == "DELETE"}
+        assert deleted == {ids[i] for i in gone}
+        assert {r.id for r in memory.get_all(user_id="u")} == set(ids) - deleted
+
+
 def test_before_i_forget_is_no_request_to_forget(memory: Memory) -> None:
     kept = memory.add("My email is wes@example.org", user_id="u")[0]
     others = [

@@ -30,6 +30,7 @@ from mneme.memory.extract import (
     CALLED_ZH,
     NAME_EN,
     NAME_ZH,
+    TOPIC_SUBJECTS,
     Candidate,
     earlier_value,
     forget_parts,
@@ -981,7 +982,12 @@ class Writer:
         if cand.target:  # the extractor named the memory: that one, or nothing
             if (named := self.repo.get(ctx.user_id, cand.target)) is not None:
                 targets[named.id] = named
-        else:
+        elif people := whole_people(cand.evidence or topic):
+            # "forget everything about my sister": every fact kept about her, not the likeliest one
+            targets.update(
+                (r.id, r) for r in self.repo.records(ctx.user_id, USER_MODEL_KINDS) if about(r, people)
+            )
+        if not targets and not cand.target:
             for part in forget_parts(topic):
                 targets.update((r.id, r) for r in self._forget_targets(part, ctx.user_id, cand.tentative))
             words = None if cand.tentative else forget_topic(cand.evidence or topic)
@@ -1059,7 +1065,20 @@ class Writer:
         runner_up = hits[1][1] if len(hits) > 1 else 0.0
         if tentative and not names(topic, best.text):
             return []
-        return [best] if rel >= floor and rel - runner_up >= FORGET_MARGIN else []
+        if rel < floor or rel - runner_up < FORGET_MARGIN:
+            return []
+        # a recap found is a session that quoted a fact ('Session "I've been learning the cello…"'):
+        # the fact is what the request is about (the recap goes with it, `forget_in_sessions`)
+        quoted = (
+            [
+                r
+                for r in self.repo.records(user_id, USER_MODEL_KINDS)
+                if r.source.thread_id == best.source.thread_id and names(r.text, best.text)
+            ]
+            if is_recap(best) and best.source.thread_id
+            else []
+        )
+        return quoted or [best]
 
 
 def replaceable(old: MemoryRecord, cand: Candidate, text: str) -> bool:
@@ -1075,6 +1094,35 @@ def replaceable(old: MemoryRecord, cand: Candidate, text: str) -> bool:
     if aspect.ruled and not holds_a_name(text):
         return False
     return not aspect.instruction or old.aspect in (cand.aspect, *cand.near)
+
+
+_WHOLE = re.compile(
+    r"(?i:\b(?:everything|anything|all|stuff|things|info|information)\b)|全部|所有|一切|相关|都|的事|那些事"
+)
+"""Words by which a forget request takes in all of what it names ("everything about my sister",
+"我老公的事都忘了"), not one fact of it ("我妈的工作")."""
+
+
+def whole_people(request: str) -> set[str]:
+    """The family members a forget request asks to forget all about (`refer.kin_in`), if any.
+
+    Only when it takes in everything (`_WHOLE`) and names no kind of data ("我妈的工作的事" is
+    about one fact, whoever's it is).
+    """
+    people = kin_in(request)
+    low = request.lower()
+    if (
+        not people
+        or not _WHOLE.search(request)
+        or any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low) for w in TOPIC_SUBJECTS)
+    ):
+        return set()
+    return people
+
+
+def about(record: MemoryRecord, people: set[str]) -> bool:
+    """Whether a memory is a fact about one of these family members ("我妹妹在杭州读大学")."""
+    return record.aspect == OTHERS_ASPECT and bool(kin_in(record.text) & people)
 
 
 def is_recap(record: MemoryRecord) -> bool:
