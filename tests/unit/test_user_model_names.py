@@ -104,6 +104,11 @@ def test_a_request_to_remember_is_never_one_to_forget(text: str, remember: bool)
         ("hi～我叫林薇，在杭州做UI设计，目前在网易", "林薇", ["杭州", "网易"]),
         ("hey! I'm Jess Romero, ER nurse at Denver Health, mostly night shifts", "Jess Romero", ["nurse"]),
         ("我是新来的实习生赵一鸣，请多关照", "赵一鸣", []),  # a polite formula is nothing to keep
+        (
+            "大家好，我是张雨婷，在上海的字节跳动做产品经理",
+            "张雨婷",
+            ["字节跳动"],
+        ),  # 大家好 greets, it is no subject
     ],
 )
 def test_what_a_self_introduction_says_beside_the_name_is_kept(

@@ -109,7 +109,7 @@ _HYPOTHETICAL = re.compile(r"^(?:如果|要是|假如|假设|万一|倘若|if\b|
 _QUESTION_END = re.compile(r"(?:[?？]|[吗呢嘛][。.!！~～]*)\s*$")
 _OTHERS = f"{OUTSIDERS_ZH}|{OUTSIDERS_EN}"
 _ABOUT_OTHERS = re.compile(
-    rf"^(?:(?:我|我的|我们|我们的)?(?:{_OTHERS})|(?:他|她|它|他们|她们|它们|人家|别人|大家)(?!们)|"
+    rf"^(?:(?:我|我的|我们|我们的)?(?:{_OTHERS})|(?:他|她|它|他们|她们|它们|人家|别人|大家(?!好))(?!们)|"
     rf"(?:my|our)\s+(?:\w+\s+)?(?:{_OTHERS})s?(?:'s?)?\b|(?:he|she|they|his|her|their|its)\b)",
     re.I,
 )
