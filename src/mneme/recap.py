@@ -19,7 +19,7 @@ from mneme.memory.record import Source, now_iso
 from mneme.memory.redact import MARKER, redact_text
 from mneme.memory.repo import Repo
 from mneme.memory.terms import is_chinese, terms
-from mneme.memory.write import OUTDATED, WriteContext, Writer, names
+from mneme.memory.write import OUTDATED, RECAP_SOURCE, WriteContext, Writer, names
 from mneme.tokens import message_text
 
 log = logging.getLogger("mneme.recap")
@@ -280,7 +280,7 @@ def end_session(
         user_id=user_id,
         source=Source(thread_id=thread_id, actor="system"),
         metadata={
-            "source": "session_summary",
+            "source": RECAP_SOURCE,
             "thread_id": thread_id,
             **({OUTDATED: True} if record.get("outdated") else {}),
         },

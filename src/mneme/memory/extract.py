@@ -1221,9 +1221,12 @@ def forget_topic(clause: str) -> str | None:
     return re.sub(r"^我", "", topic) if zh else _ABOUT.sub("", topic) or topic
 
 
+_ALL_EN = r"everything|anything|all|stuff|things?|bits?|part|info|information"
+TAKES_ALL = re.compile(rf"(?i:\b(?:{_ALL_EN})\b)|全部|所有|一切|相关|都|的事|那些事")
+"""Words by which a forget request takes in all of what it names ("everything about my sister",
+"我老公的事都忘了"), not one fact of it ("我妈的工作")."""
 _ABOUT = re.compile(
-    r"^(?:everything|anything|all(?:\s+the\s+(?:stuff|things?|info))?|the\s+(?:stuff|things?|bits?|part|info)|"
-    r"what\s+I\s+(?:said|told\s+you|mentioned))\s+(?:about|on|regarding)\s+",
+    rf"^(?:(?:all\s+)?(?:the\s+)?(?:{_ALL_EN})|what\s+I\s+(?:said|told\s+you|mentioned))\s+(?:about|on|regarding)\s+",
     re.I,
 )
 """How much of a topic an English request asks to forget ("everything about my boyfriend"): not
@@ -1303,18 +1306,28 @@ def subject_of_topic(topic: str) -> str | None:
     speaker says they gave ("把我之前说的住址删了") is theirs.
     """
     low = _SAID_IT.sub(" ", topic.lower())
-    for word, subject in TOPIC_SUBJECTS.items():
+    for word, subject, at in field_words(low):
         if word.isascii():
-            m = re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", low)
-            if m and not re.search(
-                r"(?:[a-z]'s|\b(?:his|her|their|your|its))\s+(?:[a-z]+\s+)?$", low[: m.start()]
-            ):
+            if not re.search(r"(?:[a-z]'s|\b(?:his|her|their|your|its))\s+(?:[a-z]+\s+)?$", low[:at]):
                 return subject
-        elif (at := low.find(word)) >= 0:
+        else:
             owner = re.search(r"(\S{1,4})的$", low[:at])
             if owner is None or owner.group(1).endswith(_OWN):
                 return subject
     return None
+
+
+def field_words(low: str) -> list[tuple[str, str, int]]:
+    """The words of a lower-cased text that name a kind of data (`TOPIC_SUBJECTS`): (word, field, where).
+
+    An English word counts whole ("language" names no age); a Chinese one wherever it stands.
+    """
+    found = []
+    for word, subject in TOPIC_SUBJECTS.items():
+        m = re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])" if word.isascii() else re.escape(word), low)
+        if m:
+            found.append((word, subject, m.start()))
+    return found
 
 
 _FIELD_WORDS = "|".join(re.escape(w) for w in sorted(TOPIC_SUBJECTS, key=len, reverse=True))

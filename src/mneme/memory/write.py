@@ -30,9 +30,10 @@ from mneme.memory.extract import (
     CALLED_ZH,
     NAME_EN,
     NAME_ZH,
-    TOPIC_SUBJECTS,
+    TAKES_ALL,
     Candidate,
     earlier_value,
+    field_words,
     forget_parts,
     forget_topic,
     name_text,
@@ -67,6 +68,8 @@ from mneme.memory.usermodel.statements import tag_aspect
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT, taxonomy
 from mneme.store.locks import exclusive
 
+RECAP_SOURCE = "session_summary"
+"""`metadata["source"]` of a session's recap memory (`recap.end_session`)."""
 OUTDATED = "outdated"
 """Metadata key of a session recap that quotes a fact which has since changed (see
 `Writer._outdate_session`)."""
@@ -1096,26 +1099,14 @@ def replaceable(old: MemoryRecord, cand: Candidate, text: str) -> bool:
     return not aspect.instruction or old.aspect in (cand.aspect, *cand.near)
 
 
-_WHOLE = re.compile(
-    r"(?i:\b(?:everything|anything|all|stuff|things|info|information)\b)|全部|所有|一切|相关|都|的事|那些事"
-)
-"""Words by which a forget request takes in all of what it names ("everything about my sister",
-"我老公的事都忘了"), not one fact of it ("我妈的工作")."""
-
-
 def whole_people(request: str) -> set[str]:
     """The family members a forget request asks to forget all about (`refer.kin_in`), if any.
 
-    Only when it takes in everything (`_WHOLE`) and names no kind of data ("我妈的工作的事" is
-    about one fact, whoever's it is).
+    Only when it takes in everything (`extract.TAKES_ALL`) and names no kind of data ("我妈的工作
+    的事" is about one fact, whoever's it is).
     """
     people = kin_in(request)
-    low = request.lower()
-    if (
-        not people
-        or not _WHOLE.search(request)
-        or any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", low) for w in TOPIC_SUBJECTS)
-    ):
+    if not people or not TAKES_ALL.search(request) or field_words(request.lower()):
         return set()
     return people
 
@@ -1127,7 +1118,7 @@ def about(record: MemoryRecord, people: set[str]) -> bool:
 
 def is_recap(record: MemoryRecord) -> bool:
     """Whether a memory is a session's recap (`recap.end_session`), not something the user said."""
-    return (record.metadata or {}).get("source") == "session_summary"
+    return (record.metadata or {}).get("source") == RECAP_SOURCE
 
 
 def names(topic: str, text: str) -> bool:
