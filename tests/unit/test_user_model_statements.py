@@ -147,3 +147,16 @@ def test_a_name_and_what_to_call_the_speaker_said_together_are_one_memory(
     names = [c for c in read_message(text) if c.subject == "name" or c.aspect == "name"]
     assert len(names) == 1, [c.text for c in names]
     assert names[0].value == name and called in names[0].text
+
+
+@pytest.mark.parametrize(
+    "text", ["never mind, I found it", "🤣🤣", "跟你说个事", "哈哈哈好的", "ok thanks, that works"]
+)
+def test_chat_glue_is_not_kept(text: str) -> None:
+    # (the first three were kept before the `memorable` head had a neighbour vote, docs/benchmarks.md)
+    assert not [c for c in read_message(text) if not c.tentative], [c.text for c in read_message(text)]
+
+
+@pytest.mark.parametrize("text", ["haha nope, I'm a vegetarian", "笑死，我是左撇子", "ngl I hate cilantro"])
+def test_a_casual_line_that_says_something_lasting_is_kept(text: str) -> None:
+    assert [c for c in read_message(text) if c.aspect and not c.tentative]

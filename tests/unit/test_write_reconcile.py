@@ -376,3 +376,34 @@ def test_a_mishap_that_reads_as_no_aspect_replaces_no_fact_of_another_area(
         kept = memory.add(fact, user_id="u")[0]
         assert "SUPERSEDE" not in ops_of(memory.add(said, user_id="u"))
         assert kept.id in {r.id for r in memory.get_all(user_id="u")}
+
+
+@pytest.mark.parametrize(
+    ("facts", "correction", "wrong"),
+    [
+        (["我家狗叫旺财，是只金毛", "我住在成都"], "你记岔了，旺财是拉布拉多，不是金毛", 0),
+        (
+            ["I work at Deloitte in the audit team", "I have a cat named Miso"],
+            "nope, you got that wrong, I'm at KPMG",
+            0,
+        ),
+    ],
+)
+def test_a_correction_said_without_a_keyword_replaces_what_it_corrects(
+    tmp_path: Path, facts: list[str], correction: str, wrong: int
+) -> None:
+    # (the `correction` head: "you got that wrong" says what was told before is not so)
+    with Memory.open(tmp_path) as memory:
+        texts = [memory.add(f, user_id="u")[0].text for f in facts]
+        memory.add(correction, user_id="u")
+        current = [r.text for r in memory.get_all(user_id="u")]  # (a field keeps its id: compare texts)
+        assert texts[wrong] not in current, current
+        assert all(t in current for n, t in enumerate(texts) if n != wrong), current
+        assert correction in current, current
+
+
+def test_someone_elses_mistake_corrects_nothing_of_the_users(tmp_path: Path) -> None:
+    with Memory.open(tmp_path) as memory:
+        kept = memory.add("My birthday is on May 9", user_id="u")[0]
+        memory.add("ugh, the bakery spelled my name wrong on the cake again", user_id="u")
+        assert kept.id in {r.id for r in memory.get_all(user_id="u")}

@@ -683,6 +683,8 @@ class Writer:
         if value is not None and red.found:
             value = redact_field(value, cand.text, ctx.policy)
         cand = tag_aspect(replace(cand, evidence=text) if red.found else cand)
+        if cand.action == "correct" and not cand.target and cand.certainty < KEY_CERTAINTY:
+            cand = self._as_corrected(cand, text, ctx.user_id)
         if not cand.target:  # a memory the extractor named is the one replaced, whatever the aspect
             cand = keyed_by_aspect(cand)
         keyed = cand.subject is not None
@@ -763,7 +765,10 @@ class Writer:
                     break
             if replaced is None and cand.action == "correct" and similar:
                 best, rel = similar[0]
-                if rel >= CORRECTION_RELEVANCE:
+                # a correction about one person in the user's life corrects nothing about another
+                # ("My wife is Japanese, and her parents…" is no news of the son's ADHD)
+                theirs = cand.others or best.aspect == OTHERS_ASPECT
+                if rel >= CORRECTION_RELEVANCE and (not theirs or same_person(best.text, text, rel)):
                     replaced = best
         if replaced is not None and replaced.id in ctx.fresh:
             replaced = None
@@ -783,6 +788,18 @@ class Writer:
         ops += self._put_ops(record)
         self.repo.apply(ops)
         return [MemoryChange(operation="ADD", id=record.id, text=record.text, kind=record.kind)]
+
+    def _as_corrected(self, cand: Candidate, text: str, user_id: str) -> Candidate:
+        """A correction read as no clear aspect takes the aspect of the memory it reads most like.
+
+        "nope, you got that wrong, I'm at KPMG" reads as a name (0.19): its words are about the
+        telling, not the employer; what it corrects ("Works at Deloitte") says what it is about.
+        """
+        near = self._similar(text, USER_MODEL_KINDS, user_id)
+        if not near or near[0][1] < CORRECTION_RELEVANCE or not near[0][0].aspect:
+            return cand
+        old = near[0][0]
+        return replace(cand, aspect=old.aspect, kind=old.kind, subject=None, certainty=KEY_CERTAINTY)
 
     def _revised(
         self,
@@ -869,6 +886,8 @@ class Writer:
                 best = (same, float(p), old)
         if best is not None:
             return best[2]
+        if cand.others:  # (one person's correction is no news of another's)
+            in_area = [(old, rel) for old, rel in in_area if same_person(old.text, text, rel)]
         return closest_of_area(in_area, aspects) if asserted else None
 
     def _said_again(self, existing: MemoryRecord, reason: str) -> MemoryChange:

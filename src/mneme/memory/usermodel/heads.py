@@ -105,6 +105,9 @@ class Reading:
     others: float = 0.0
     """Probability that it is about someone else than the speaker: a family member ("My brother
     lives in Perth"), a friend, a colleague ("小王在阿里上班")."""
+    correction: float = 0.0
+    """Probability that it says something the speaker told before was wrong ("你记岔了，豆豆是比熊
+    不是泰迪", "oops, I meant legal secretary, not paralegal")."""
     about: str = ""
     """The most likely aspect other than the people in the speaker's life: what a statement about
     a family member is about ("我老公对海鲜过敏": allergy, "my wife works at Amazon": employer)."""
@@ -115,7 +118,11 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
     if not texts:
         return []
     vecs = passage_vectors(texts) if vectors is None else unit(vectors)
-    memorable = HEADS["memorable"].prob(vecs, "yes")
+    # the neighbour vote only lowers what the head reads: it is there for the chat glue the head
+    # reads as lasting ("never mind, I found it" 0.84); near a routine, a one-off ("下周三去医院复查")
+    # gets the votes of the routines
+    head = HEADS["memorable"].prob(vecs, "yes")
+    memorable = np.minimum(head, (head + HEADS.vote("memorable_vote").prob(vecs, "yes")) / 2)
     aspect_head = HEADS["aspect"]
     aspects = aspect_head.probs(vecs)
     constraint = HEADS["constraint"].prob(vecs, "yes")
@@ -129,6 +136,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
         memorable[at[lasting < PET_LASTING]] = 0.0  # (a line giving its name is never passing)
     forget = (HEADS["forget"].prob(vecs, "yes") + HEADS.vote("forget_vote").prob(vecs, "yes")) / 2
     others = 1.0 - HEADS["whose"].prob(vecs, "self")
+    correction = HEADS["correction"].prob(vecs, "yes")
     out = []
     for i, text in enumerate(texts):
         best = int(np.argmax(aspects[i]))
@@ -146,6 +154,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
                 aspects=near,
                 forget=float(forget[i]),
                 others=float(others[i]),
+                correction=float(correction[i]),
                 about=about,
             )
         )

@@ -39,6 +39,7 @@ L2 = {
     "whose": 1e-5,
     "pet": 1e-4,
     "given_name": 1e-4,
+    "correction": 1e-4,
 }
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
 L2_PAIRS = 1e-4
@@ -57,6 +58,14 @@ FORGET_VOTE = {"k": 5, "temperature": 0.02}
 """The neighbour vote beside the `forget` head (its examples, as the head sees them): the head
 alone reads "别把我的邮箱告诉别人" (don't share it) as a request to forget it. Chosen on the same
 tuning halves."""
+MEMORABLE_VOTE = {"k": 5, "temperature": 0.02}
+"""The neighbour vote beside the `memorable` head, which can only lower what the head reads: the
+head alone reads short chat glue ("never mind, I found it" 0.84, "lol same" 0.97) as lasting,
+where its nearest examples are remarks. Chosen by two folds of the tuning half of
+benchmarks/data/chat_remarks.json (remarks kept 0.081 / 0.055 by the head alone, 0.058 / 0.027
+with the vote, lasting lines kept the same); a vote averaged with the head raised one-off plans
+("下周三去医院复查") near the routines they resemble. The requests do not vote: a standing wish is
+worded like one ("以后网购帮我都选周末送达"), and the head tells them apart (docs/benchmarks.md)."""
 GIVEN_NAMES = 2500
 """Given names drawn (fixed seed) from the US census lists of the `names` package (a training-time
 dependency) as the `given_name` head's positives."""
@@ -136,9 +145,17 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     family = [f for f in data.get("family_lines", []) if f["half"] == "tune"]  # the report half checks
     short += [f["text"] for f in family if f["label"] == "keep"]
     none += [f["text"] for f in family if f["label"] == "pass"]
+    # chat glue ("never mind, I found it", "🤣🤣") against casual lines that do say something
+    # ("ngl I hate cilantro"); only the tuning half is in the file
+    chat = data.get("chat_lines", [])
+    short += [c["text"] for c in chat if c["label"] == "lasting"]
+    none += [c["text"] for c in chat if c["label"] == "remark"]
     pairs = data.get("pairs", [])
     pet_lines = [f for f in data.get("pet_lines", []) if f["half"] == "tune"]  # the report half is held out
     refused = attempts()
+    corrections = data.get("corrections", [])  # only the tuning half is in the file
+    # plain statements and changes over time are no corrections ("I moved to Denver last month")
+    corrected_not = [s["text"] for s in statements] + [p["second"] for p in pairs]
     return {
         "memorable": (
             [s["text"] for s in statements] + short + none,
@@ -176,6 +193,12 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
         "pet": (  # is a line about the speaker's pet lasting, or a passing remark (the report half checks)
             [f["text"] for f in pet_lines],
             ["yes" if f["label"] == "keep" else "no" for f in pet_lines],
+            "passage",
+        ),
+        "correction": (  # does a statement say something the user told before was wrong
+            [c["text"] for c in corrections] + corrected_not,
+            ["yes" if c["label"] == "correction" else "no" for c in corrections]
+            + ["no"] * len(corrected_not),
             "passage",
         ),
         "given_name": (*given_name_dataset(data), "query"),  # is one word a person's given name
@@ -302,6 +325,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         heads[name] = LinearClassifier.fit(x, targets, l2=L2[name], sample_weight=weights(name, data))
         if name == "forget":
             heads["forget_vote"] = NeighbourVote.fit(x, targets, **FORGET_VOTE)  # type: ignore[arg-type]
+        if (
+            name == "memorable"
+        ):  # (not the requests: a standing wish is worded like one, the head tells them apart)
+            asked = {r["text"] for r in data["requests"]}
+            own = [i for i, t in enumerate(texts) if t not in asked]
+            heads["memorable_vote"] = NeighbourVote.fit(
+                x[own],
+                [targets[i] for i in own],
+                **MEMORABLE_VOTE,  # type: ignore[arg-type]
+            )
         meta["counts"][name] = len(texts)
         print(
             f"{name}: {len(texts)} examples, {len(set(targets))} classes, "

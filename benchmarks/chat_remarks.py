@@ -1,0 +1,57 @@
+"""Issue 11: chat remarks are not memories, casual lines about oneself are (benchmarks/data/chat_remarks.json).
+
+Written by a helper who read no code: remarks that say nothing lasting about the speaker ("never
+mind, I found it", "跟你说个事", "lol same") and lines in the same register that do ("ngl I hate
+cilantro", "btw 我对猫毛过敏"), split into halves by a hash of the text before use. Each line is
+said by a fresh user through `Memory.add` on the embedded defaults:
+
+- `remark_stored`: the share of remarks that left a current memory (lower is better);
+- `lasting_kept`: the share of lasting lines that left one (higher is better).
+
+    python -m benchmarks.chat_remarks --split report [--verbose]
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from typing import Any
+
+from benchmarks.common import ROOT, run_half
+
+DATA = ROOT / "benchmarks" / "data" / "chat_remarks.json"
+
+
+def lines(split: str) -> list[dict[str, Any]]:
+    """The lines of a half (`tune`, `report` or `all`)."""
+    items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
+    return [i for i in items if split == "all" or i["half"] == split]
+
+
+def run(split: str, verbose: bool = False) -> dict[str, Any]:
+    """Say each line of a half as a fresh user and count what was kept."""
+    from mneme import Memory
+
+    counts: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory(prefix="mneme-remarks-") as tmp, Memory.open(tmp) as memory:
+        for n, item in enumerate(lines(split)):
+            user = f"r{n}"
+            memory.add([{"role": "user", "content": item["text"]}], user_id=user, session_id="s")
+            kept = [r.text for r in memory.get_all(user_id=user)]
+            key = f"{item['label']}_{item['lang']}"
+            counts[f"{key}_n"] += 1
+            counts[f"{key}_kept"] += bool(kept)
+            if verbose and bool(kept) != (item["label"] == "lasting"):
+                print(f"miss {item['label']} {item['text']!r}: kept {kept}")
+    out: dict[str, Any] = {"split": split}
+    for lang in ("zh", "en"):
+        for label, name in (("remark", "remark_stored"), ("lasting", "lasting_kept")):
+            n = counts[f"{label}_{lang}_n"]
+            out[f"{name}_{lang}"] = round(counts[f"{label}_{lang}_kept"] / n, 3) if n else None
+            out[f"{label}_{lang}_lines"] = n
+    return out
+
+
+if __name__ == "__main__":
+    run_half("chat_remarks", __doc__, run)
