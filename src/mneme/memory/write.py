@@ -799,7 +799,7 @@ class Writer:
         if not near or near[0][1] < CORRECTION_RELEVANCE or not near[0][0].aspect:
             return cand
         old = near[0][0]
-        return replace(cand, aspect=old.aspect, kind=old.kind, subject=None, certainty=KEY_CERTAINTY)
+        return replace(cand, aspect=old.aspect, kind=old.kind, subject=None)
 
     def _revised(
         self,
