@@ -263,15 +263,24 @@ class Heads:
                     }
             return self._heads
 
+    def _head(self, head: str) -> Head:
+        found = self._load().get(head)
+        if found is None:  # weights built before this head existed
+            raise ConfigError(
+                f"mneme: the classifier weights {self.name}.npz have no {head} head; "
+                f"run `python -m {self.trainer}` to rebuild them"
+            )
+        return found
+
     def __getitem__(self, head: str) -> LinearClassifier:
-        found = self._load()[head]
+        found = self._head(head)
         if not isinstance(found, LinearClassifier):
             raise ConfigError(f"mneme: {head} in {self.name}.npz is not a linear head")
         return found
 
     def vote(self, head: str) -> NeighbourVote:
         """A neighbour vote of the file."""
-        found = self._load()[head]
+        found = self._head(head)
         if not isinstance(found, NeighbourVote):
             raise ConfigError(f"mneme: {head} in {self.name}.npz is not a neighbour vote")
         return found

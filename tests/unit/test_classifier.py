@@ -74,3 +74,16 @@ def test_a_vote_round_trips_through_a_file_beside_a_head(
     assert "v" in loaded and "w" not in loaded
     with pytest.raises(ConfigError, match="not a linear head"):
         loaded["v"]
+
+
+def test_weights_older_than_a_head_say_how_to_rebuild_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x, y = _blobs()
+    save_heads("probe", {"h": LinearClassifier.fit(x, y)}, {"sources": "x"}, tmp_path)
+    monkeypatch.setattr("mneme.classifier.data_path", lambda name: tmp_path / name)
+    loaded = Heads("probe", trainer="some.trainer")
+    with pytest.raises(ConfigError, match=r"no correction head.*python -m some\.trainer"):
+        loaded["correction"]
+    with pytest.raises(ConfigError, match=r"no correction_vote head"):
+        loaded.vote("correction_vote")

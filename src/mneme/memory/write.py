@@ -286,6 +286,19 @@ class WriteContext:
         return "\x1e".join([self.source.thread_id or "", *self.source.message_ids])
 
 
+def as_corrected(cand: Candidate, near: list[tuple[MemoryRecord, float]]) -> Candidate:
+    """A correction read as no clear aspect takes the aspect of the memory it reads most like.
+
+    "nope, you got that wrong, I'm at KPMG" reads as a name (0.19): its words are about the
+    telling, not the employer; what it corrects ("Works at Deloitte") says what it is about.
+    `near` is the user's user-model memories most like it, best first (`Writer._similar`).
+    """
+    if not near or near[0][1] < CORRECTION_RELEVANCE or not near[0][0].aspect:
+        return cand
+    old = near[0][0]
+    return replace(cand, aspect=old.aspect, kind=old.kind, subject=None)
+
+
 class Writer:
     """Applies candidates to a user's memory: add, noop, supersede, delete or refuse."""
 
@@ -683,8 +696,10 @@ class Writer:
         if value is not None and red.found:
             value = redact_field(value, cand.text, ctx.policy)
         cand = tag_aspect(replace(cand, evidence=text) if red.found else cand)
+        near: list[tuple[MemoryRecord, float]] | None = None  # (a correction's, searched once)
         if cand.action == "correct" and not cand.target and cand.certainty < KEY_CERTAINTY:
-            cand = self._as_corrected(cand, text, ctx.user_id)
+            near = self._similar(text, USER_MODEL_KINDS, ctx.user_id)
+            cand = as_corrected(cand, near)
         if not cand.target:  # a memory the extractor named is the one replaced, whatever the aspect
             cand = keyed_by_aspect(cand)
         keyed = cand.subject is not None
@@ -747,7 +762,11 @@ class Writer:
                     return [self._said_again(old, "the same value is already stored")]
                 replaced = old
         if replaced is None and not keyed:
-            similar = self._similar(text, [cand.kind], ctx.user_id)
+            similar = (
+                [(old, rel) for old, rel in near if old.kind == cand.kind]
+                if near is not None and cand.kind in USER_MODEL_KINDS
+                else self._similar(text, [cand.kind], ctx.user_id)
+            )
             for old, rel in similar:
                 if _numbers(old.text) != _numbers(text):
                     continue  # "order 1001" and "order 1002" are different facts, however alike
@@ -788,18 +807,6 @@ class Writer:
         ops += self._put_ops(record)
         self.repo.apply(ops)
         return [MemoryChange(operation="ADD", id=record.id, text=record.text, kind=record.kind)]
-
-    def _as_corrected(self, cand: Candidate, text: str, user_id: str) -> Candidate:
-        """A correction read as no clear aspect takes the aspect of the memory it reads most like.
-
-        "nope, you got that wrong, I'm at KPMG" reads as a name (0.19): its words are about the
-        telling, not the employer; what it corrects ("Works at Deloitte") says what it is about.
-        """
-        near = self._similar(text, USER_MODEL_KINDS, user_id)
-        if not near or near[0][1] < CORRECTION_RELEVANCE or not near[0][0].aspect:
-            return cand
-        old = near[0][0]
-        return replace(cand, aspect=old.aspect, kind=old.kind, subject=None)
 
     def _revised(
         self,

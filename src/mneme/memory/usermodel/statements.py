@@ -205,6 +205,11 @@ def family_subject(clause: str) -> bool:
     return leads_with_kin(said) and not _REPORTED.match(said)
 
 
+def corrects(reading: Reading) -> bool:
+    """Whether a statement says something told before was wrong (`CORRECTS`)."""
+    return reading.correction >= CORRECTS
+
+
 def _importance(constraint: bool, single: bool) -> float:
     return 0.8 if constraint else 0.6 if single else 0.5
 
@@ -217,7 +222,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
     constraint = aspect.constraint or reading.constraint >= CONSTRAINT
     return Candidate(
         tentative=tentative,
-        action="correct" if reading.correction >= CORRECTS else "add",
+        action="correct" if corrects(reading) else "add",
         kind=aspect.kind,
         text=reading.text.strip(),
         importance=_importance(constraint, aspect.single),
@@ -292,7 +297,7 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
     aspect = tax.aspects[reading.aspect]
     return replace(
         cand,
-        action="correct" if cand.action == "add" and reading.correction >= CORRECTS else cand.action,
+        action="correct" if cand.action == "add" and corrects(reading) else cand.action,
         aspect=aspect.key,
         sensitivity=max(cand.sensitivity, sensitivity),
         constraint=cand.constraint or aspect.constraint or reading.constraint >= CONSTRAINT,
@@ -645,7 +650,7 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
         return [_new_candidate(p) for p in kept]
     if reading.memorable >= MEMORABLE or len(kept) >= 2 or is_limit(reading):  # several pieces: one thought
         return [_new_candidate(reading)]
-    if reading.correction >= CORRECTS and reading.memorable >= TENTATIVE:
+    if corrects(reading) and reading.memorable >= TENTATIVE:
         # "nope, you got that wrong, I'm at KPMG" reads like chat glue (0.45): as a correction it
         # is kept only where it corrects a memory the user has
         return [_new_candidate(reading, tentative=True)]
