@@ -11,7 +11,7 @@ import re
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -90,16 +90,22 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     return path
 
 
-def run_half(name: str, doc: str | None, run: Callable[[str, bool], dict[str, Any]]) -> None:
+def run_half(
+    name: str,
+    doc: str | None,
+    run: Callable[[str, bool], dict[str, Any]],
+    extra: Sequence[str] = (),
+) -> None:
     """The command line of a benchmark with a tuning and a report half: run one, print and save it.
 
     Args:
         name: The result's name (`{name}_{split}.json` under benchmarks/results/).
         doc: The benchmark's description (its module docstring).
         run: Runs a half (`tune`, `report` or `all`), verbose or not, and returns its figures.
+        extra: Further splits the set has (a new user's trial), outside `all`.
     """
     parser = argparse.ArgumentParser(description=doc)
-    parser.add_argument("--split", choices=["tune", "report", "all"], default="report")
+    parser.add_argument("--split", choices=["tune", "report", "all", *extra], default="report")
     parser.add_argument("--verbose", action="store_true", help="print every miss")
     args = parser.parse_args()
     result = run(args.split, args.verbose)
