@@ -297,6 +297,21 @@ def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) ->
     assert any("Toronto" in t for t in facts) and not any("Austin" in t for t in facts)
 
 
+@pytest.mark.parametrize(
+    ("said", "asked", "word"),
+    [
+        ("If I eat peanuts, I break out in hives.", "What should I bake for the office party?", "peanuts"),
+        ("要是吃海鲜我就过敏。", "周末去青岛玩，晚上吃什么好？", "海鲜"),
+    ],
+)
+def test_an_allergy_said_as_a_condition_reaches_a_meal_request(
+    home: Path, said: str, asked: str, word: str
+) -> None:
+    graph = build_graph(home=home)
+    say(graph, said, "lee")
+    assert word in say(graph, asked, "lee")["prompt"]["memory_block"]
+
+
 def test_a_family_members_home_or_job_is_never_taken_as_the_users(home: Path) -> None:
     with Memory.open(home) as memory:
         for user, own, theirs, value, their_value in [

@@ -160,3 +160,26 @@ def test_chat_glue_is_not_kept(text: str) -> None:
 @pytest.mark.parametrize("text", ["haha nope, I'm a vegetarian", "笑死，我是左撇子", "ngl I hate cilantro"])
 def test_a_casual_line_that_says_something_lasting_is_kept(text: str) -> None:
     assert [c for c in read_message(text) if c.aspect and not c.tentative]
+
+
+@pytest.mark.parametrize(
+    ("text", "aspect"),
+    [("If I eat peanuts, I break out in hives.", "allergy"), ("要是吃海鲜我就过敏。", "allergy")],
+)
+def test_a_limit_said_with_its_condition_is_kept(text: str, aspect: str) -> None:
+    # how people state an allergy, not a supposition
+    cands = [c for c in read_message(text) if c.aspect]
+    assert [(c.aspect, c.constraint, c.tentative) for c in cands] == [(aspect, True, False)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "If I ever get a dog, I'll name it Max",
+        "Hypothetically, if I were allergic to nuts, what snacks could I eat?",
+        "假如我对青霉素过敏，还能用什么抗生素？",
+        "如果我搬到上海的话，我会买车",
+    ],
+)
+def test_a_supposition_is_no_fact(text: str) -> None:
+    assert [c for c in read_message(text) if c.aspect] == []
