@@ -325,9 +325,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         heads[name] = LinearClassifier.fit(x, targets, l2=L2[name], sample_weight=weights(name, data))
         if name == "forget":
             heads["forget_vote"] = NeighbourVote.fit(x, targets, **FORGET_VOTE)  # type: ignore[arg-type]
-        if (
-            name == "memorable"
-        ):  # (not the requests: a standing wish is worded like one, the head tells them apart)
+        if name == "memorable":
+            # not the requests: a standing wish is worded like one, the head tells them apart
             asked = {r["text"] for r in data["requests"]}
             own = [i for i, t in enumerate(texts) if t not in asked]
             heads["memorable_vote"] = NeighbourVote.fit(
