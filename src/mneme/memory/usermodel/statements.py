@@ -401,10 +401,11 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
         if asked is not None and not mine and reading.aspect_p < BACK_ASPECT:
             continue  # why the request was made ("kinda private", "他不喜欢被打听"): no fact to keep
         asked = None
-        if is_hypothetical(clause) and (reading.constraint < LIMIT or is_question(clause)):
+        if is_hypothetical(clause) and reading.constraint < LIMIT:
             # a supposition is no fact; a limit's condition is ("If I eat peanuts, I break out in
-            # hives.", "要是吃海鲜我就过敏。": 0.96 and 0.99 a hard limit), unless asked about
-            # ("假如我对青霉素过敏，还能用什么抗生素？")
+            # hives.", "要是吃海鲜我就过敏。": 0.96 and 0.99 a hard limit). One asked about ("假如我对
+            # 青霉素过敏，还能用什么抗生素？", 0.99) is a question, which neither the rules nor the
+            # classifiers keep (below)
             used.update(mine)
             continue
         pets = pet_subject(clause)
