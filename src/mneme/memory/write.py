@@ -850,14 +850,18 @@ class Writer:
             area = [cand.aspect or ""]
         else:
             area = sorted({a.key for a in tax.aspects.values() for b in aspects if tax.same_area(a.key, b)})
-        in_area = [
-            (old, rel)
-            for old, rel in self._similar(text, USER_MODEL_KINDS, user_id, {"aspect": {"$in": area}})
-            if old.id not in fresh
-        ]
+        in_area = of_the_same_person(
+            [
+                (old, rel)
+                for old, rel in self._similar(text, USER_MODEL_KINDS, user_id, {"aspect": {"$in": area}})
+                if old.id not in fresh
+            ],
+            cand,
+            text,
+        )
         pool = {old.id: (old, True, rel) for old, rel in in_area}
         if change >= CHANGE_FAR:
-            for old, rel in self._similar(text, USER_MODEL_KINDS, user_id):
+            for old, rel in of_the_same_person(self._similar(text, USER_MODEL_KINDS, user_id), cand, text):
                 # a brother's move replaces no home of the user's, nor the user's move his
                 if old.aspect and (old.aspect == OTHERS_ASPECT) == cand.others:
                     pool.setdefault(old.id, (old, old.aspect in area, rel))
@@ -874,8 +878,6 @@ class Writer:
             same = old.aspect == cand.aspect
             if cand.tentative and p < TENTATIVE_SUPERSEDES:
                 continue
-            if cand.others and not same_person(old.text, text, rel):
-                continue  # the wife's new job is no news of the brother's: one person's, said alike
             fits = (
                 (same and p >= SUPERSEDES_ASPECT)
                 or (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
@@ -893,8 +895,6 @@ class Writer:
                 best = (same, float(p), old)
         if best is not None:
             return best[2]
-        if cand.others:  # (one person's correction is no news of another's)
-            in_area = [(old, rel) for old, rel in in_area if same_person(old.text, text, rel)]
         return closest_of_area(in_area, aspects) if asserted else None
 
     def _said_again(self, existing: MemoryRecord, reason: str) -> MemoryChange:
@@ -1177,6 +1177,20 @@ def other_data(old: MemoryRecord, digest: str) -> bool:
 def same_value(old: MemoryRecord, text: str, digest: str) -> bool:
     """Whether a memory says the same as a new text: equal texts and the same masked data."""
     return normalize_text(old.text) == normalize_text(text) and not other_data(old, digest)
+
+
+def of_the_same_person(
+    near: list[tuple[MemoryRecord, float]], cand: Candidate, text: str
+) -> list[tuple[MemoryRecord, float]]:
+    """The memories (with their calibrated relevance) a statement about someone else may replace.
+
+    The wife's new job is no news of the brother's: one person's facts, said alike, are another's
+    only when they can be about the same person (`same_person`). A statement about the user keeps
+    them all.
+    """
+    if not cand.others:
+        return near
+    return [(old, rel) for old, rel in near if same_person(old.text, text, rel)]
 
 
 def closest_of_area(
