@@ -28,6 +28,24 @@ def test_unrelated_statements_in_one_clause_are_kept_apart() -> None:
 
 
 @pytest.mark.parametrize(
+    "text", ["I live in Denver, been here about six years now.", "我住在成都，在这边待了快八年了。"]
+)
+def test_a_piece_that_points_back_at_the_place_is_no_fact_of_its_own(text: str) -> None:
+    # alone, "been here about six years now" read as an age, which a later "I'm 34." replaced
+    cands = [c for c in read_message(text) if c.aspect]
+    assert [c.aspect for c in cands] == ["residence"], [(c.text, c.aspect) for c in cands]
+
+
+@pytest.mark.parametrize(
+    ("text", "age"), [("我住在杭州，今年35岁", "35"), ("I live in Leeds, 29 years old.", "29")]
+)
+def test_a_piece_without_a_subject_is_the_speakers_when_the_clause_is(text: str, age: str) -> None:
+    # "今年35岁" alone reads as someone else's (a family member's age)
+    [cand] = [c for c in read_message(text) if age in c.text]
+    assert cand.aspect == "age" and not cand.others
+
+
+@pytest.mark.parametrize(
     ("text", "lasting"),
     [
         ("我在学西班牙语，打算明年夏天去考DELE。", "西班牙语"),
@@ -183,3 +201,36 @@ def test_a_limit_said_with_its_condition_is_kept(text: str, aspect: str) -> None
 )
 def test_a_supposition_is_no_fact(text: str) -> None:
     assert [c for c in read_message(text) if c.aspect] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "If I have coffee after 2pm, I'm wide awake until 3am.",
+        "如果晚上屋里开着灯，我根本睡不着。",
+        "I get migraines if I skip lunch.",
+    ],
+)
+def test_a_habit_said_with_its_condition_is_kept(text: str) -> None:
+    # no hard limit, and still how the speaker is: the `supposition` head reads it so
+    assert [c for c in read_message(text) if c.aspect and not c.tentative], [
+        c.text for c in read_message(text)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'll take everyone out to dinner if I get the promotion.",
+        "要是我中了彩票，第一件事就是辞职环游世界。",
+    ],
+)
+def test_a_plan_or_wish_on_a_condition_is_no_fact(text: str) -> None:
+    assert [c for c in read_message(text) if c.aspect and not c.tentative] == []
+
+
+def test_pieces_of_the_aspect_a_rule_read_are_kept_too() -> None:
+    # the rule reads the tea; the decaf and the palpitations were lost beside it
+    text = "I only drink decaf coffee, caffeine gives me heart palpitations, and I love green tea"
+    kept = " | ".join(c.text for c in read_message(text))
+    assert "green tea" in kept and "decaf" in kept and "palpitations" in kept, kept

@@ -108,12 +108,19 @@ LIMIT = 0.9
 """A clause read as a hard limit at this probability of the `constraint` head..."""
 LIMIT_ASPECT = 0.5
 """...and clearly about one aspect is kept even below `MEMORABLE` (`is_limit`)."""
+SUPPOSITION = 0.5
+"""A conditional clause the `supposition` head reads at this probability is a supposition, not a
+fact (`supposes`). On the tuning set of conditional lines (docs/benchmarks.md, twenty-first round)
+the facts read 0.00-0.20 but one, the suppositions 0.38-1.00."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 
 _BACK = re.compile(r"这件事|这事|这个|那个|这些|那些|这条|那条|它|\b(?:that|it|this|those|these)\b", re.I)
+_HERE = re.compile(r"这边|那边|这里|那里|这儿|那儿|\b(?:here|there)\b", re.I)
 _ADDITIVE = re.compile(r"也|另外|此外|还有|还会|还在|还养|还喜欢|\b(?:also|too|as well|either)\b", re.I)
-_HYPOTHETICAL = re.compile(r"^(?:如果|要是|假如|假设|万一|倘若|if\b|suppose\b|imagine\b|what if\b)", re.I)
+_CONDITIONAL = re.compile(
+    r"如果|要是|假如|假设|万一|倘若|只要|一旦|的话|\b(?:if|unless|suppose|imagine)\b", re.I
+)
 _QUESTION_END = re.compile(r"(?:[?？]|[吗呢嘛][。.!！~～]*)\s*$")
 _OTHERS = f"{OUTSIDERS_ZH}|{OUTSIDERS_EN}"
 _ABOUT_OTHERS = re.compile(
@@ -133,9 +140,20 @@ def adds_to(clause: str) -> bool:
     return bool(_ADDITIVE.search(clause))
 
 
-def is_hypothetical(clause: str) -> bool:
-    """Whether a clause starts as a supposition ("如果我搬到上海的话…", "If I ever get a dog…")."""
-    return bool(_HYPOTHETICAL.match(clause.strip()))
+def is_conditional(clause: str) -> bool:
+    """Whether a clause says something under a condition ("如果我搬到上海的话…", "I get migraines if I skip lunch")."""
+    return bool(_CONDITIONAL.search(clause))
+
+
+def supposes(clause: str, reading: Reading) -> bool:
+    """Whether a clause is a supposition, which says nothing lasting about the speaker.
+
+    A conditional sentence may tell how the speaker is ("If I have coffee after 2pm, I'm wide
+    awake until 3am.", "要是吃海鲜我就过敏。") or suppose, plan, wish or ask ("If I get the
+    promotion, I'll take everyone out to dinner.", "要是我中了彩票，第一件事就是辞职"): the
+    `supposition` head tells them apart (`SUPPOSITION`), where the words of the condition cannot.
+    """
+    return is_conditional(clause) and reading.supposition >= SUPPOSITION
 
 
 _REPORTED = re.compile(
@@ -401,11 +419,7 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
         if asked is not None and not mine and reading.aspect_p < BACK_ASPECT:
             continue  # why the request was made ("kinda private", "他不喜欢被打听"): no fact to keep
         asked = None
-        if is_hypothetical(clause) and reading.constraint < LIMIT:
-            # a supposition is no fact; a limit's condition is ("If I eat peanuts, I break out in
-            # hives.", "要是吃海鲜我就过敏。": 0.96 and 0.99 a hard limit). One asked about ("假如我对
-            # 青霉素过敏，还能用什么抗生素？", 0.99) is a question, which neither the rules nor the
-            # classifiers keep (below)
+        if supposes(clause, reading):  # no fact, whatever a rule read in it ("If I were vegan…")
             used.update(mine)
             continue
         pets = pet_subject(clause)
@@ -436,7 +450,12 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
                 out.append(_as_sensitive_as(cand, parts_read))
             else:
                 out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
-                new.extend(_new_candidate(p) for p in unread)
+                unread = _unread(parts_read, [ruled[i] for i in mine], of_their_aspect=True)
+                # whose it is, the clause says, as it did for the rules: "今年35岁" alone reads as
+                # someone else's (0.75), and beside "我住在杭州" or "在银行上班" it is the speaker's
+                # age (a piece that names someone is no piece of this kind, `_unread`)
+                whose = reading.others if about_someone_else(clause) else 0.0
+                new.extend(_new_candidate(replace(p, others=whose)) for p in unread)
             if all(ruled[i].kind == "episodic" for i in mine) and (
                 _changes_a_field(reading, clause) or _says_more(clause, [ruled[i] for i in mine], parts_read)
             ):
@@ -537,28 +556,39 @@ def after_name(clause: str, names: list[Candidate], kept: Sequence[str] = ()) ->
     return None if is_question(text) or about_someone_else(text) else text
 
 
-def _unread(pieces: list[Reading], rules: list[Candidate]) -> list[Reading]:
+def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: bool = False) -> list[Reading]:
     """Statements of their own in a clause beside what the rules read there, about another aspect.
 
     "我不吃辣，而且对花生过敏": the rule reads the taste; kept as the whole clause (read as an
     allergy), a later "现在能吃一点辣了" replaced the allergy with it. A piece that reads as a hard
-    limit counts even when the `memorable` head reads it low ("而且对花生过敏", 0.13).
+    limit counts even when the `memorable` head reads it low ("而且对花生过敏", 0.13). A piece
+    that points back at what the clause is about ("here", "这边", "it") goes on about it: "I live in
+    Denver, been here about six years now." is about the residence, and its second piece, alone,
+    read as an age (0.70) that a later "I'm 34." replaced.
+
+    With `of_their_aspect`, pieces of the aspect the rules read count too (not of a field's): where the clause is not
+    kept whole (`in_context`), "I only drink decaf coffee, caffeine gives me heart palpitations, and I
+    love green tea" kept only the tea the rule read, and "我每周跑步三次，周末会去爬山，最近在练瑜伽"
+    lost the yoga.
     """
     read_from = [c.evidence or "" for c in rules]
     tax = taxonomy()
     aspects = {c.aspect for c in rules if c.aspect} or {
         r.aspect for r in pieces if any(r.text in e or e in r.text for e in read_from if e)
     }
+    # a field's value is said once: another piece of its aspect says it again ("你也这么叫我吧")
+    fields = {a.key for c in rules if (a := tax.by_subject(c.subject)) is not None}
     return [
         p
         for p in pieces
         if (p.memorable >= MEMORABLE or p.constraint >= CONSTRAINT)  # a limit is worth its own memory
         and not is_question(p.text)
-        and p.aspect_p >= SEPARATE_ASPECT
+        and p.area_p >= SEPARATE_ASPECT  # clearly about one part of life ("I do night shifts mostly")
         and not any(p.text in e or e in p.text for e in read_from if e)
-        and p.aspect not in aspects
+        and p.aspect not in (fields if of_their_aspect else aspects)
         and p.aspect in tax.aspects
         and not about_someone_else(p.text)
+        and not (refers_back(p.text) or _HERE.search(p.text))
     ]
 
 

@@ -40,6 +40,7 @@ L2 = {
     "pet": 1e-4,
     "given_name": 1e-4,
     "correction": 1e-4,
+    "supposition": 1e-4,
 }
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
 L2_PAIRS = 1e-4
@@ -199,6 +200,11 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             [c["text"] for c in corrections] + corrected_not,
             ["yes" if c["label"] == "correction" else "no" for c in corrections]
             + ["no"] * len(corrected_not),
+            "passage",
+        ),
+        "supposition": (  # does a conditional sentence suppose, or tell how the speaker is
+            [c["text"] for c in data.get("conditionals", [])],
+            ["yes" if c["label"] == "supposition" else "no" for c in data.get("conditionals", [])],
             "passage",
         ),
         "given_name": (*given_name_dataset(data), "query"),  # is one word a person's given name
