@@ -221,6 +221,22 @@ def test_a_habit_said_with_its_condition_is_kept(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "I'm vegan, if that matters.",
+        "我是素食者，如果这有关系的话。",
+        "If you're booking, I prefer aisle seats.",
+        "Even if it's expensive, I always fly business.",
+    ],
+)
+def test_a_fact_beside_a_condition_that_only_frames_it_is_kept(text: str) -> None:
+    # the condition says why it is mentioned, or when it applies: the fact holds anyway
+    assert [c for c in read_message(text) if c.aspect and not c.tentative], [
+        c.text for c in read_message(text)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "I'll take everyone out to dinner if I get the promotion.",
         "要是我中了彩票，第一件事就是辞职环游世界。",
     ],
