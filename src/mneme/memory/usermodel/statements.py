@@ -110,8 +110,8 @@ LIMIT_ASPECT = 0.5
 """...and clearly about one aspect is kept even below `MEMORABLE` (`is_limit`)."""
 SUPPOSITION = 0.5
 """A conditional clause the `supposition` head reads at this probability is a supposition, not a
-fact (`supposes`). On the tuning set of conditional lines (docs/benchmarks.md, twenty-first round)
-the facts read 0.00-0.20 but one, the suppositions 0.38-1.00."""
+fact (`supposes`). On the tuning set of conditional lines every fact reads below it and all but
+one supposition above (docs/benchmarks.md, twenty-first round)."""
 MAX_CLAUSE_CHARS = 300
 """Longer clauses are not statements about the speaker (a pasted text)."""
 
