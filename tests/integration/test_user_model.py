@@ -64,6 +64,22 @@ def test_alices_dislike_reaches_another_groups_restaurant_request_as_hers(home: 
     assert any("[alice]" in line and "不吃辣" in line for line in block.splitlines())
 
 
+@pytest.mark.parametrize(
+    ("said", "asked", "word"),
+    [
+        ("I prefer aisle seats.", "Book me a flight to Denver next Friday", "aisle"),
+        ("我喜欢靠窗的座位", "帮我订一张去北京的机票", "靠窗"),
+    ],
+)
+def test_a_new_users_one_setting_reaches_the_request_it_is_for(
+    home: Path, said: str, asked: str, word: str
+) -> None:
+    # alone in the store, the seat scored under the floor (0.75): the words share nothing
+    graph = build_graph(home=home)
+    say(graph, said, "u")
+    assert any(word in t for t in injected(say(graph, asked, "u")))
+
+
 def test_constraints_and_standing_instructions_reach_requests_that_never_name_them(home: Path) -> None:
     graph = build_graph(home=home)
     for text in [

@@ -174,13 +174,23 @@ def user_model_hits(
 
 
 def binding(hit: MemoryHit, score: float, touch: Touch) -> bool:
-    """A hard constraint the request's domain reaches: shown even when a like scores higher.
+    """A hard constraint, or the person's one setting, the request's domain reaches first.
 
-    Any of the constraint's aspects counts fully ("不吃辣" is a taste and a diet; a restaurant
-    touches diets first).
+    Shown even when a like scores higher, and whatever words the request uses: a dinner request
+    needs the peanut allergy; a flight, the seat ("I prefer aisle seats" shares nothing with "Book
+    me a flight to Denver next Friday", and the domain classifier, trained on requests, reads the
+    statement as about dining: it scored 0.75 where `PICK_MIN` is 0.8). A setting is a memory of an
+    aspect marked so in the taxonomy (a seat, a courier, an invoice title, a way to pay: every
+    single-valued aspect was tried, and the Chinese preference set's noise rose 0.08 for nothing).
+    Any of a constraint's aspects counts fully ("不吃辣" is a taste and a diet; a restaurant touches
+    diets first).
     """
+    aspect = taxonomy().aspects.get(hit.aspect or "")
+    setting = aspect is not None and aspect.setting
     return (
-        hit.constraint and score >= CONSTRAINT_MIN and touch_weight(hit, touch, near=1.0) >= CONSTRAINT_TOUCH
+        (hit.constraint or setting)
+        and score >= CONSTRAINT_MIN
+        and touch_weight(hit, touch, near=1.0 if hit.constraint else NEAR_WEIGHT) >= CONSTRAINT_TOUCH
     )
 
 

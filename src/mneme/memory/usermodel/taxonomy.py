@@ -45,6 +45,9 @@ class Aspect:
     or a statement of a neighbouring aspect, replaces the field only when read as a change that
     holds a name (`names.holds_a_name`: "just Bob is fine from now on"; not "We call him Quill",
     a pet's, nor "Anyway — back to the formula.")."""
+    setting: bool = False
+    """How the person wants the assistant to act for them (a seat, a courier, an invoice title, a
+    way to pay): a request whose domain reaches it first is shown it (`recall.binding`)."""
     instruction: bool = False
     """What the person asks of the assistant (how to reply, what not to bring up), not something
     about their life: only a statement read as of its own aspect replaces it ("网易那边我已经辞了"
@@ -108,6 +111,7 @@ def _aspect(key: str, raw: dict[str, Any]) -> Aspect:
         everywhere=bool(raw.get("everywhere", False)),
         ruled=bool(raw.get("ruled", False)),
         instruction=bool(raw.get("instruction", False)),
+        setting=bool(raw.get("setting", False)),
     )
 
 
