@@ -64,22 +64,6 @@ def test_alices_dislike_reaches_another_groups_restaurant_request_as_hers(home: 
     assert any("[alice]" in line and "不吃辣" in line for line in block.splitlines())
 
 
-@pytest.mark.parametrize(
-    ("said", "asked", "word"),
-    [
-        ("I prefer aisle seats.", "Book me a flight to Denver next Friday", "aisle"),
-        ("我喜欢靠窗的座位", "帮我订一张去北京的机票", "靠窗"),
-    ],
-)
-def test_a_new_users_one_setting_reaches_the_request_it_is_for(
-    home: Path, said: str, asked: str, word: str
-) -> None:
-    # alone in the store, the seat scored under the floor (0.75): the words share nothing
-    graph = build_graph(home=home)
-    say(graph, said, "u")
-    assert any(word in t for t in injected(say(graph, asked, "u")))
-
-
 def test_constraints_and_standing_instructions_reach_requests_that_never_name_them(home: Path) -> None:
     graph = build_graph(home=home)
     for text in [
@@ -318,9 +302,12 @@ def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) ->
     [
         ("If I eat peanuts, I break out in hives.", "What should I bake for the office party?", "peanuts"),
         ("要是吃海鲜我就过敏。", "周末去青岛玩，晚上吃什么好？", "海鲜"),
+        # a new user's one setting: alone in the store it scored under the floor (0.75)
+        ("I prefer aisle seats.", "Book me a flight to Denver next Friday", "aisle"),
+        ("我喜欢靠窗的座位", "帮我订一张去北京的机票", "靠窗"),
     ],
 )
-def test_an_allergy_said_as_a_condition_reaches_a_meal_request(
+def test_what_a_new_user_said_once_reaches_the_request_it_is_for(
     home: Path, said: str, asked: str, word: str
 ) -> None:
     graph = build_graph(home=home)
