@@ -13,37 +13,29 @@ said by a fresh user through `Memory.add` on the embedded defaults:
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections import Counter
 from typing import Any
 
-from benchmarks.common import ROOT, run_half
+from benchmarks.common import ROOT, labelled, run_half, said_alone
 
 DATA = ROOT / "benchmarks" / "data" / "chat_remarks.json"
 
 
 def lines(split: str) -> list[dict[str, Any]]:
     """The lines of a half (`tune`, `report` or `all`)."""
-    items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
-    return [i for i in items if split == "all" or i["half"] == split]
+    return labelled(DATA, split)
 
 
 def run(split: str, verbose: bool = False) -> dict[str, Any]:
     """Say each line of a half as a fresh user and count what was kept."""
-    from mneme import Memory
-
     counts: Counter[str] = Counter()
-    with tempfile.TemporaryDirectory(prefix="mneme-remarks-") as tmp, Memory.open(tmp) as memory:
-        for n, item in enumerate(lines(split)):
-            user = f"r{n}"
-            memory.add([{"role": "user", "content": item["text"]}], user_id=user, session_id="s")
-            kept = [r.text for r in memory.get_all(user_id=user)]
-            key = f"{item['label']}_{item['lang']}"
-            counts[f"{key}_n"] += 1
-            counts[f"{key}_kept"] += bool(kept)
-            if verbose and bool(kept) != (item["label"] == "lasting"):
-                print(f"miss {item['label']} {item['text']!r}: kept {kept}")
+    for item, records in said_alone("remarks", lines(split)):
+        kept = [r.text for r in records]
+        key = f"{item['label']}_{item['lang']}"
+        counts[f"{key}_n"] += 1
+        counts[f"{key}_kept"] += bool(kept)
+        if verbose and bool(kept) != (item["label"] == "lasting"):
+            print(f"miss {item['label']} {item['text']!r}: kept {kept}")
     out: dict[str, Any] = {"split": split}
     for lang in ("zh", "en"):
         for label, name in (("remark", "remark_stored"), ("lasting", "lasting_kept")):

@@ -9,15 +9,19 @@ import os
 import platform
 import re
 import statistics
+import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+
+if TYPE_CHECKING:
+    from mneme.memory.record import MemoryRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -111,6 +115,42 @@ def run_half(
     result = run(args.split, args.verbose)
     print(json.dumps(result, indent=1, ensure_ascii=False))
     write_result(f"{name}_{args.split}", result)
+
+
+def labelled(path: Path, split: str, outside_all: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The items of one half of a labelled set (its `items`, each with its `half`).
+
+    Args:
+        path: The set's JSON file.
+        split: `tune`, `report`, a further split, or `all` (every half but `outside_all`).
+        outside_all: Splits `all` leaves out (a new user's trial, run on its own).
+    """
+    items: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["items"]
+    return [i for i in items if i["half"] == split or (split == "all" and i["half"] not in outside_all)]
+
+
+def said_alone(
+    name: str, items: Iterable[dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], list[MemoryRecord]]]:
+    """Each item's `text` said by a fresh user through `Memory.add`, with the memories it left.
+
+    One home on the embedded defaults (a temporary folder) for the whole set; each item is its
+    user's only message, in one session.
+
+    Args:
+        name: Names the temporary folder.
+        items: The set's items.
+
+    Yields:
+        Each item with the user's memories after it.
+    """
+    from mneme import Memory
+
+    with tempfile.TemporaryDirectory(prefix=f"mneme-{name}-") as tmp, Memory.open(tmp) as memory:
+        for n, item in enumerate(items):
+            user = f"u{n}"
+            memory.add([{"role": "user", "content": item["text"]}], user_id=user, session_id="s")
+            yield item, memory.get_all(user_id=user)
 
 
 def half(item_id: str) -> str:

@@ -14,37 +14,29 @@ on the embedded defaults:
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections import Counter
 from typing import Any
 
-from benchmarks.common import ROOT, run_half
+from benchmarks.common import ROOT, labelled, run_half, said_alone
 
 DATA = ROOT / "benchmarks" / "data" / "conditionals.json"
 
 
 def lines(split: str) -> list[dict[str, Any]]:
     """The lines of a half (`tune`, `report`, `fresh`, or `all`: tune and report)."""
-    items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
-    return [i for i in items if i["half"] == split or (split == "all" and i["half"] != "fresh")]
+    return labelled(DATA, split, outside_all=("fresh",))
 
 
 def run(split: str, verbose: bool = False) -> dict[str, Any]:
     """Say each line of a half as a fresh user and count which left a user-model memory."""
-    from mneme import Memory
-
     counts: Counter[str] = Counter()
-    with tempfile.TemporaryDirectory(prefix="mneme-conditionals-") as tmp, Memory.open(tmp) as memory:
-        for n, item in enumerate(lines(split)):
-            user = f"c{n}"
-            memory.add([{"role": "user", "content": item["text"]}], user_id=user, session_id="s")
-            kept = [r.text for r in memory.get_all(user_id=user) if r.aspect]
-            key = f"{item['label']}_{item['lang']}"
-            counts[f"{key}_n"] += 1
-            counts[f"{key}_ok"] += bool(kept) == (item["label"] == "fact")
-            if verbose and bool(kept) != (item["label"] == "fact"):
-                print(f"miss {item['label']} {item['text']!r}: kept {kept}")
+    for item, records in said_alone("conditionals", lines(split)):
+        kept = [r.text for r in records if r.aspect]
+        key = f"{item['label']}_{item['lang']}"
+        counts[f"{key}_n"] += 1
+        counts[f"{key}_ok"] += bool(kept) == (item["label"] == "fact")
+        if verbose and bool(kept) != (item["label"] == "fact"):
+            print(f"miss {item['label']} {item['text']!r}: kept {kept}")
     out: dict[str, Any] = {"split": split}
     for lang in ("zh", "en"):
         for label, name in (("fact", "fact_kept"), ("supposition", "supposition_left")):

@@ -15,12 +15,10 @@ fresh user through `Memory.add` on the embedded defaults:
 
 from __future__ import annotations
 
-import json
-import tempfile
 from collections import Counter
 from typing import Any
 
-from benchmarks.common import ROOT, run_half
+from benchmarks.common import ROOT, labelled, run_half, said_alone
 
 DATA = ROOT / "benchmarks" / "data" / "multi_facts.json"
 OTHERS = "family"
@@ -29,8 +27,7 @@ PETS = "pet"
 
 def messages(split: str) -> list[dict[str, Any]]:
     """The messages of a half (`tune`, `report` or `all`)."""
-    items: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["items"]
-    return [i for i in items if split == "all" or i["half"] == split]
+    return labelled(DATA, split)
 
 
 def right_person(fact: dict[str, Any], aspect: str | None) -> bool:
@@ -44,29 +41,24 @@ def right_person(fact: dict[str, Any], aspect: str | None) -> bool:
 
 def run(split: str, verbose: bool = False) -> dict[str, Any]:
     """Say each message of a half as a fresh user and count the facts kept."""
-    from mneme import Memory
-
     counts: Counter[str] = Counter()
-    with tempfile.TemporaryDirectory(prefix="mneme-multi-") as tmp, Memory.open(tmp) as memory:
-        for n, item in enumerate(messages(split)):
-            user = f"m{n}"
-            memory.add([{"role": "user", "content": item["text"]}], user_id=user, session_id="s")
-            records = [r for r in memory.get_all(user_id=user) if r.aspect]
-            used: set[str] = set()
-            lang = item["lang"]
-            for fact in item["facts"]:
-                hits = [r for r in records if fact["key"].lower() in r.text.lower()]
-                used |= {r.id for r in hits}
-                found = any(right_person(fact, r.aspect) for r in hits)
-                counts[f"{lang}_facts"] += 1
-                counts[f"{lang}_found"] += found
-                if verbose and not found:
-                    print(f"miss {item['text']!r} {fact}: kept {[(r.text, r.aspect) for r in records]}")
-            for r in records:
-                if r.id not in used:
-                    counts[f"{lang}_extra"] += 1
-                    if verbose:
-                        print(f"extra {item['text']!r}: {r.text!r} ({r.aspect})")
+    for item, kept in said_alone("multi", messages(split)):
+        records = [r for r in kept if r.aspect]
+        used: set[str] = set()
+        lang = item["lang"]
+        for fact in item["facts"]:
+            hits = [r for r in records if fact["key"].lower() in r.text.lower()]
+            used |= {r.id for r in hits}
+            found = any(right_person(fact, r.aspect) for r in hits)
+            counts[f"{lang}_facts"] += 1
+            counts[f"{lang}_found"] += found
+            if verbose and not found:
+                print(f"miss {item['text']!r} {fact}: kept {[(r.text, r.aspect) for r in records]}")
+        for r in records:
+            if r.id not in used:
+                counts[f"{lang}_extra"] += 1
+                if verbose:
+                    print(f"extra {item['text']!r}: {r.text!r} ({r.aspect})")
     out: dict[str, Any] = {"split": split}
     for lang in ("zh", "en"):
         out[f"found_{lang}"] = f"{counts[f'{lang}_found']}/{counts[f'{lang}_facts']}"
