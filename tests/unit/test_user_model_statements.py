@@ -250,3 +250,13 @@ def test_pieces_of_the_aspect_a_rule_read_are_kept_too() -> None:
     text = "I only drink decaf coffee, caffeine gives me heart palpitations, and I love green tea"
     kept = " | ".join(c.text for c in read_message(text))
     assert "green tea" in kept and "decaf" in kept and "palpitations" in kept, kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["我明年要买房，首付都在这笔钱里。", "我风险承受能力很低，亏一点都睡不着。"],
+)
+def test_a_piece_kept_beside_its_own_clause_is_not_said_twice(text: str) -> None:
+    # the piece and the clause it sits in are one memory, the clause once: not "首付都在这笔钱里。我明年要买房，首付…"
+    kept = [c.text for c in read_message(text) if c.aspect]
+    assert kept == [text]

@@ -334,10 +334,13 @@ def _merge(cands: list[Candidate], zh: bool) -> list[Candidate]:
         prev = out[-1] if out else None
         if prev is not None and "user_model" in prev.tags and prev.aspect == cand.aspect:
             joiner = "" if zh else " "
+            # a piece beside its own clause ("首付都在这笔钱里。" and "我明年要买房，首付都在这笔钱里。")
+            # is said once: the longer holds the shorter
+            longer = cand if _holds(cand.text, prev.text) else prev if _holds(prev.text, cand.text) else None
             out[-1] = replace(
                 prev,
-                text=f"{prev.text}{joiner}{cand.text}",
-                evidence=f"{prev.evidence}{joiner}{cand.evidence}",
+                text=longer.text if longer else f"{prev.text}{joiner}{cand.text}",
+                evidence=longer.evidence if longer else f"{prev.evidence}{joiner}{cand.evidence}",
                 constraint=prev.constraint or cand.constraint,
                 revises=prev.revises or cand.revises,
                 change=max(prev.change, cand.change),
@@ -480,6 +483,11 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
     return one_name(out) + _merge(new, zh)
+
+
+def _holds(text: str, part: str) -> bool:
+    """Whether a text says all a shorter one says (the same words, its end punctuation aside)."""
+    return part.strip().rstrip("。．.!！?？") in text
 
 
 def one_name(found: list[Candidate]) -> list[Candidate]:
