@@ -219,16 +219,18 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
 def pair_dataset(data: dict[str, Any], seed: int = 0) -> tuple[list[str], list[str], list[str], list[float]]:
     """(earlier, later, target, weight) pairs for the `supersedes` head.
 
-    The written change and compatible pairs, and pairs drawn from the statements (fixed seed):
+    The written change and compatible pairs (`pairs`, which the `change` head reads too, and
+    `supersede_pairs`, for this head only), and pairs drawn from the statements (fixed seed):
     two statements of one single-valued aspect (a second home, a second employer: the later
     replaces the earlier), two of different aspects (they stand side by side), and two of
     different aspects of the same area of life (the hard case: a hearing condition and a taste
     in films; a wheelchair and a pregnancy).
     """
     tax = taxonomy()
-    firsts = [p["first"] for p in data.get("pairs", [])]
-    seconds = [p["second"] for p in data.get("pairs", [])]
-    targets = ["yes" if p["relation"] == "change" else "no" for p in data.get("pairs", [])]
+    written = data.get("pairs", []) + data.get("supersede_pairs", [])
+    firsts = [p["first"] for p in written]
+    seconds = [p["second"] for p in written]
+    targets = ["yes" if p["relation"] == "change" else "no" for p in written]
     weights = [1.0] * len(targets)
     statements = [s for s in data["statements"] if s["aspect"] in tax.aspects]
     by_aspect: dict[str, list[str]] = {}
