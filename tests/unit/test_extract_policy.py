@@ -34,6 +34,21 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
 
 
 @pytest.mark.parametrize(
+    ("text", "home"),
+    [
+        ("下周去北京开会，住三天就回", None),
+        ("这次住两晚就走", None),
+        ("我住三里屯附近", "三里屯附近"),
+        ("我住5号楼", "5号楼"),
+    ],
+)
+def test_how_long_a_stay_lasts_is_no_home(text: str, home: str | None) -> None:
+    # "住三天" had been kept as the home "三天就回", replacing where the user lives
+    homes = [c.value for c in extract(text, now=NOW) if c.subject == "location"]
+    assert homes == ([home] if home else [])
+
+
+@pytest.mark.parametrize(
     ("text", "name"),
     [
         ("我叫王小明", "王小明"),

@@ -852,6 +852,12 @@ def _family(clause: str, now: datetime) -> list[Candidate]:
     return out
 
 
+_STAY = re.compile(
+    r"(?:[了个]?\s*[一二两三四五六七八九十几半\d]+\s*(?:天|晚|夜|宿|周|个?星期|个?礼拜|个?月|年))|一下|一阵"
+)
+"""How long a stay lasts, not where: "下周去北京开会，住三天就回" gives no home."""
+
+
 def _location(clause: str, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     zh_ok = _owner_ok(clause)
@@ -862,7 +868,7 @@ def _location(clause: str, now: datetime) -> list[Candidate]:
         )
     ):
         place = _clean(m.group(2))
-        if not re.match(r"[这那哪]", place):
+        if not re.match(r"[这那哪]", place) and not _STAY.match(place):
             moved = "搬" in m.group(1)
             out.append(
                 Candidate(
