@@ -37,7 +37,7 @@ def test_profile_fields(text: str, expected: list[tuple[str, str, str]]) -> None
     ("text", "home"),
     [
         ("下周去北京开会，住三天就回", None),
-        ("这次住两晚就走", None),
+        ("我住两晚就走", None),
         ("我住三里屯附近", "三里屯附近"),
         ("我住5号楼", "5号楼"),
     ],

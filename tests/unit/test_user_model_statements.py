@@ -206,29 +206,19 @@ def test_a_supposition_is_no_fact(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        # a habit or reaction: no hard limit, and still how the speaker is
         "If I have coffee after 2pm, I'm wide awake until 3am.",
         "如果晚上屋里开着灯，我根本睡不着。",
         "I get migraines if I skip lunch.",
-    ],
-)
-def test_a_habit_said_with_its_condition_is_kept(text: str) -> None:
-    # no hard limit, and still how the speaker is: the `supposition` head reads it so
-    assert [c for c in read_message(text) if c.aspect and not c.tentative], [
-        c.text for c in read_message(text)
-    ]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
+        # the condition says why it is mentioned, or when it applies: the fact holds anyway
         "I'm vegan, if that matters.",
         "我是素食者，如果这有关系的话。",
         "If you're booking, I prefer aisle seats.",
         "Even if it's expensive, I always fly business.",
     ],
 )
-def test_a_fact_beside_a_condition_that_only_frames_it_is_kept(text: str) -> None:
-    # the condition says why it is mentioned, or when it applies: the fact holds anyway
+def test_a_fact_said_with_a_condition_is_kept(text: str) -> None:
+    # the `supposition` head reads it as telling how the speaker is, not supposing
     assert [c for c in read_message(text) if c.aspect and not c.tentative], [
         c.text for c in read_message(text)
     ]

@@ -185,7 +185,7 @@ def binding(hit: MemoryHit, score: float, touch: Touch) -> bool:
     Any of a constraint's aspects counts fully ("不吃辣" is a taste and a diet; a restaurant touches
     diets first).
     """
-    aspect = taxonomy().aspects.get(hit.aspect or "")
+    aspect = taxonomy().aspect(hit.aspect)
     setting = aspect is not None and aspect.setting
     return (
         (hit.constraint or setting)

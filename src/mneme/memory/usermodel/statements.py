@@ -20,6 +20,7 @@ from mneme.memory.extract import (
     segments,
 )
 from mneme.memory.gist import filler_only_difference
+from mneme.memory.record import normalize_text
 from mneme.memory.usermodel.heads import Reading, outsider_of, read_statements
 from mneme.memory.usermodel.names import spoken_names
 from mneme.memory.usermodel.refer import (
@@ -486,8 +487,8 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
 
 
 def _holds(text: str, part: str) -> bool:
-    """Whether a text says all a shorter one says (the same words, its end punctuation aside)."""
-    return part.strip().rstrip("。．.!！?？") in text
+    """Whether a text says all a shorter one says (the same words, as duplicates are compared)."""
+    return normalize_text(part) in normalize_text(text)
 
 
 def one_name(found: list[Candidate]) -> list[Candidate]:
@@ -584,11 +585,6 @@ def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: b
     aspects = {c.aspect for c in rules if c.aspect} or {
         r.aspect for r in pieces if any(r.text in e or e in r.text for e in read_from if e)
     }
-
-    def area(aspect: str | None) -> str | None:
-        return tax.aspects[aspect].area if aspect in tax.aspects else None
-
-    areas = {area(a) for a in aspects}
     # a field's value is said once: another piece of its aspect says it again ("你也这么叫我吧")
     fields = {a.key for c in rules if (a := tax.by_subject(c.subject)) is not None}
     return [
@@ -599,7 +595,10 @@ def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: b
         # clearly about its aspect, or about a part of life the rules' facts are not about ("work
         # as a dental hygienist" beside an age: employer 0.36, occupation 0.33); a piece of the
         # rules' own part of life goes with them ("我在一家三甲医院当护士，经常要上夜班")
-        and (p.aspect_p >= SEPARATE_ASPECT or (p.area_p >= SEPARATE_ASPECT and area(p.aspect) not in areas))
+        and (
+            p.aspect_p >= SEPARATE_ASPECT
+            or (p.area_p >= SEPARATE_ASPECT and not any(tax.same_area(p.aspect, a) for a in aspects))
+        )
         and not any(p.text in e or e in p.text for e in read_from if e)
         and p.aspect not in (fields if of_their_aspect else aspects)
         and p.aspect in tax.aspects
