@@ -290,3 +290,9 @@ def test_a_line_that_only_names_the_pet_just_introduced_names_the_pet(
 def test_a_pets_name_given_in_the_same_clause_stays_with_the_pet() -> None:
     said = read_message("我们家新来了一只玄凤鹦鹉，名字叫小黄")
     assert [c.aspect for c in said] == ["pet"] and "小黄" in said[0].text
+
+
+def test_a_kinship_word_with_an_accent_is_read_as_english() -> None:
+    # "fiancée" is not ASCII: it was looked up among the Chinese kinship words and raised
+    assert resolved("She's vegan", ["My fiancée and I are touring venues."], outsider) == "My fiancée's vegan"
+    assert read_message("My fiancée and I are touring wedding venues for next spring.") is not None

@@ -168,14 +168,11 @@ def named(sentence: str) -> list[tuple[int, Named | None]]:
     then a classmate; "我表姐家的布偶猫" the cousin, then her cat.
     """
     found: list[tuple[range, Named | None]] = []
-    for m in [*_ZH_NAMED.finditer(sentence), *_EN_NAMED.finditer(sentence)]:
-        said = m.group(1)
-        if said.isascii():
-            said = said.lower()
-            person = Named(f"my {said}", KIN_EN[said.split()[-1]])
-        else:
-            person = Named(f"我{said}", KIN_ZH[_kin_word(said)])
-        found.append((range(m.start(1), m.end(1)), person))
+    for m in _ZH_NAMED.finditer(sentence):
+        found.append((range(m.start(1), m.end(1)), Named(f"我{m.group(1)}", KIN_ZH[_kin_word(m.group(1))])))
+    for m in _EN_NAMED.finditer(sentence):  # (not by isascii: "my fiancée")
+        said = m.group(1).lower()
+        found.append((range(m.start(1), m.end(1)), Named(f"my {said}", KIN_EN[said.split()[-1]])))
     for m in _ZH_PET_NAMED.finditer(sentence):
         name = _pet_name(sentence, m.end(1), zh=True)
         if m.group(0) == m.group(1) and not name:
