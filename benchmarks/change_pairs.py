@@ -2,7 +2,8 @@
 
 `benchmarks/data/change_pairs.json`: 560 pairs written by four helpers who read no code (zh/en),
 split into a tuning and a report half by a hash of the id, and a new user's `trial` of 120 more
-(a fifth helper; tuning data, outside `all`). A user says `first`, then, in
+(a fifth helper; tuning data, outside `all`), then `trial8` (60, tuning data) and `trial9` (80,
+held out), outside `all` too. A user says `first`, then, in
 another session, `second`. Each pair is said by a fresh user through `Memory.add` on the
 embedded defaults, as in `benchmarks.user_model_extraction`:
 
@@ -15,7 +16,7 @@ embedded defaults, as in `benchmarks.user_model_extraction`:
 - `compatible_old_kept`: of the compatible pairs whose `first` was kept, the share where it is
   still current (a later remark wrongly read as a change replaces it).
 
-    python -m benchmarks.change_pairs --split report   # or tune, all, trial
+    python -m benchmarks.change_pairs --split report   # or tune, all, trial, trial8, trial9
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ DATA = Path(__file__).parent / "data" / "change_pairs.json"
 
 
 def written_pairs(split: str) -> list[dict[str, Any]]:
-    """The pairs of a half (`tune`, `report` or `all` of the two), or of the new user's `trial`."""
+    """The pairs of a half (`tune`, `report` or `all` of the two), or of a new user's trial."""
     pairs: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["pairs"]
-    return [p for p in pairs if p["split"] == split or (split == "all" and p["split"] != "trial")]
+    return [
+        p for p in pairs if p["split"] == split or (split == "all" and not p["split"].startswith("trial"))
+    ]
 
 
 def run(split: str, verbose: bool = False) -> dict[str, Any]:
@@ -65,7 +68,7 @@ def run(split: str, verbose: bool = False) -> dict[str, Any]:
 
 def main() -> None:
     """Run the chosen half and write the result."""
-    run_half("change_pairs", __doc__, run, extra=("trial",))
+    run_half("change_pairs", __doc__, run, extra=("trial", "trial8", "trial9"))
 
 
 if __name__ == "__main__":
