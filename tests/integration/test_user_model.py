@@ -300,6 +300,25 @@ def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) ->
 
 
 @pytest.mark.parametrize(
+    ("lasting", "passing", "kept"),
+    [
+        ("I bike to work every day.", "Took an Uber to the office today, it was pouring.", "bike"),
+        ("我每天晚上都去游泳", "泳池这周检修，只能在家跳绳了", "每天晚上都去游泳"),
+        ("我每周打两次羽毛球", "手腕扭了，这两周羽毛球先不打了", "每周打两次"),
+    ],
+)
+def test_what_holds_only_for_now_leaves_the_lasting_fact_current(
+    home: Path, lasting: str, passing: str, kept: str
+) -> None:
+    graph = build_graph(home=home)
+    say(graph, lasting, "kim")
+    say(graph, passing, "kim")
+    with Memory.open(home) as mem:
+        facts = [r.text for r in mem.get_all(user_id="kim") if r.kind != "episodic"]
+    assert any(kept in t.lower() for t in facts)
+
+
+@pytest.mark.parametrize(
     ("said", "asked", "word"),
     [
         ("If I eat peanuts, I break out in hives.", "What should I bake for the office party?", "peanuts"),

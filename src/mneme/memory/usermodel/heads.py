@@ -207,6 +207,17 @@ def supersedes(old: Sequence[str], new: str) -> np.ndarray:
     return HEADS["supersedes"].prob(pair_features(vecs[:-1], vecs[-1:]), "yes")
 
 
+def passing(texts: Sequence[str]) -> np.ndarray:
+    """The probability that each statement about the speaker holds only for now or once.
+
+    A trip ("这周在上海出差，周五回去"), a treat ("treated myself to a pumpkin spice latte today"), a
+    week off with a cold: against a lasting fact or change said as casually ("我调到上海分公司了").
+    """
+    if not texts:
+        return np.zeros(0)
+    return HEADS["passing"].prob(np.stack([query_vector(t) for t in texts]), "yes")
+
+
 def domains_of(vector: np.ndarray) -> dict[str, float]:
     """The probability of each request domain for a request's E5 query vector."""
     head = HEADS["domain"]
