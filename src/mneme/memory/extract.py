@@ -128,7 +128,10 @@ _EN_ADV = (
     r"(?:really|also|now|still|usually|always|generally|just|actually|definitely|totally|do|absolutely|"
     r"mostly|often|truly|especially|so|kind of|sort of|honestly|personally|certainly)"
 )
-_OBJ_END = r"(?=\s+(?:and|but|because|so|since|though|although|which)\s+(?:I|i|I'm|it)\b|[,.;!?]|$)"
+_OBJ_END = (
+    r"(?=\s+(?:and|but|because|so|since|though|although|which)\s+"
+    r"(?:I|i|I'm|it|my\s+(?:[\w'-]+\s+){0,3}(?:is|are|was|were))\b|[,.;!?]|$)"
+)
 
 
 MENTION = re.compile(r"(?<![\w.@])[@＠][\w.\-]+")
@@ -157,9 +160,18 @@ def clauses(text: str) -> list[str]:
     return out
 
 
+_AND_MY = re.compile(r"\s+(?:and|but|so)\s+(?=my\s+(?:[\w'-]+\s+){0,3}(?:is|are|was|were)\b)")
+"""Where "I live in Seattle and my favourite colour is green" starts its second statement."""
+
+
 def segments(clause: str) -> list[str]:
-    """The comma-separated parts of a clause (and English "..., and I ..." parts)."""
+    """The comma-separated parts of a clause (and English "... and I ..." / "I ... and my X is ..." parts).
+
+    A part about the speaker splits before "and my X is" ("My wife and my son are vegetarian" is one
+    statement about two people).
+    """
     parts = re.split(r"[，,；;、]|\s+(?:and|but|so)\s+(?=I\b)", clause)
+    parts = [q for p in parts if p for q in (_AND_MY.split(p) if re.match(r"\s*I\b", p) else [p])]
     return [p.strip() for p in parts if p and p.strip()]
 
 
