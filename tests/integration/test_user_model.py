@@ -290,6 +290,22 @@ def test_where_the_user_lives_reaches_requests_that_depend_on_it(
     assert place not in say(graph, elsewhere, "u")["prompt"]["memory_block"]
 
 
+@pytest.mark.parametrize(
+    ("wish", "asked", "word"),
+    [
+        ("以后跟我说话用英文吧", "周末去哪儿玩比较好？", "英文"),
+        ("No emojis in your replies please.", "What's a good recipe for dinner tonight?", "emojis"),
+    ],
+)
+def test_a_standing_wish_about_every_answer_reaches_any_request(
+    home: Path, wish: str, asked: str, word: str
+) -> None:
+    # it shares no words with the request, and decides how it is answered
+    graph = build_graph(home=home)
+    say(graph, wish, "lee")
+    assert word in say(graph, asked, "lee")["prompt"]["memory_block"]
+
+
 def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) -> None:
     graph = build_graph(home=home)
     say(graph, "I live in Austin.", "sam")
@@ -304,7 +320,7 @@ def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) ->
     [
         ("I bike to work every day.", "Took an Uber to the office today, it was pouring.", "bike"),
         ("我每天晚上都去游泳", "泳池这周检修，只能在家跳绳了", "每天晚上都去游泳"),
-        ("我每周打两次羽毛球", "手腕扭了，这两周羽毛球先不打了", "每周打两次"),
+        ("我每天早上跑步", "感冒了，这几天先不跑了", "每天早上跑步"),
     ],
 )
 def test_what_holds_only_for_now_leaves_the_lasting_fact_current(
