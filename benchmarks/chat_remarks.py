@@ -13,10 +13,9 @@ said by a fresh user through `Memory.add` on the embedded defaults:
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
-from benchmarks.common import ROOT, labelled, run_half, said_alone
+from benchmarks.common import ROOT, kept_shares, labelled, run_half
 
 DATA = ROOT / "benchmarks" / "data" / "chat_remarks.json"
 
@@ -28,21 +27,8 @@ def lines(split: str) -> list[dict[str, Any]]:
 
 def run(split: str, verbose: bool = False) -> dict[str, Any]:
     """Say each line of a half as a fresh user and count what was kept."""
-    counts: Counter[str] = Counter()
-    for item, records in said_alone("remarks", lines(split)):
-        kept = [r.text for r in records]
-        key = f"{item['label']}_{item['lang']}"
-        counts[f"{key}_n"] += 1
-        counts[f"{key}_kept"] += bool(kept)
-        if verbose and bool(kept) != (item["label"] == "lasting"):
-            print(f"miss {item['label']} {item['text']!r}: kept {kept}")
-    out: dict[str, Any] = {"split": split}
-    for lang in ("zh", "en"):
-        for label, name in (("remark", "remark_stored"), ("lasting", "lasting_kept")):
-            n = counts[f"{label}_{lang}_n"]
-            out[f"{name}_{lang}"] = round(counts[f"{label}_{lang}_kept"] / n, 3) if n else None
-            out[f"{label}_{lang}_lines"] = n
-    return out
+    names = {"remark": "remark_stored", "lasting": "lasting_kept"}
+    return {"split": split, **kept_shares("remarks", lines(split), names, verbose)}
 
 
 if __name__ == "__main__":

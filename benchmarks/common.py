@@ -11,7 +11,7 @@ import re
 import statistics
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -151,6 +151,36 @@ def said_alone(
             user = f"u{n}"
             memory.add([{"role": "user", "content": item["text"]}], user_id=user, session_id="s")
             yield item, memory.get_all(user_id=user)
+
+
+def kept_shares(
+    name: str, items: Iterable[dict[str, Any]], names: dict[str, str], verbose: bool = False
+) -> dict[str, Any]:
+    """Each line said alone (`said_alone`): per label and language, the share that left a memory.
+
+    Args:
+        name: Names the temporary folder.
+        items: Lines with `text`, `label` and `lang`.
+        names: The output name of each label's share, e.g. {"remark": "remark_stored"}; the
+            first label is the one that should leave nothing.
+        verbose: Print each line kept against its label, or lost.
+    """
+    counts: Counter[str] = Counter()
+    nothing = next(iter(names))
+    for item, records in said_alone(name, items):
+        kept = [r.text for r in records]
+        key = f"{item['label']}_{item['lang']}"
+        counts[f"{key}_n"] += 1
+        counts[f"{key}_kept"] += bool(kept)
+        if verbose and bool(kept) == (item["label"] == nothing):
+            print(f"miss {item['label']} {item['text']!r}: kept {kept}")
+    out: dict[str, Any] = {}
+    for lang in ("zh", "en"):
+        for label, share in names.items():
+            n = counts[f"{label}_{lang}_n"]
+            out[f"{share}_{lang}"] = round(counts[f"{label}_{lang}_kept"] / n, 3) if n else None
+            out[f"{label}_{lang}_lines"] = n
+    return out
 
 
 def half(item_id: str) -> str:

@@ -9,7 +9,7 @@ from langgraph.store.base import BaseStore
 from mneme.memory.extract import own_fields
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
-from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, touched
+from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, read_statements, touched
 from mneme.memory.usermodel.refer import about_pets, kin_in, pet_names
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT, taxonomy
 
@@ -159,6 +159,8 @@ def user_model_hits(
     ]
     # where the person lives, for a request that depends on it, where there is room
     kept += [p for p in scored if placed(p[1], touch) and p not in kept][: max(0, limit - len(kept))]
+    # how the person wants every answer ("以后跟我说话用英文吧"), whatever the request, where there is room
+    kept += [p for p in scored if p not in kept and standing(p[1])][: max(0, limit - len(kept))]
     # what is kept about the people and pets the request involves, the most relevant first, where there is room
     own = max((h.score for _, h in scored if h.aspect != OTHERS_ASPECT), default=0.0)
     pets = [p for p in scored if p[1].aspect == PET_ASPECT]
@@ -192,6 +194,28 @@ def binding(hit: MemoryHit, score: float, touch: Touch) -> bool:
         and score >= CONSTRAINT_MIN
         and touch_weight(hit, touch, near=1.0 if hit.constraint else NEAR_WEIGHT) >= CONSTRAINT_TOUCH
     )
+
+
+STANDING_CERTAINTY = 0.5
+"""A memory of an aspect every request touches is shown to every request only when it is read as
+of that aspect at least this surely: "以后跟我说话用英文吧" (0.87), "No emojis in your replies
+please." (0.75), not "我不喜欢死记硬背，喜欢理解原理" (0.31) nor "给我推荐茶叶，直接说名字和产地就行"
+(0.44, a wish about one kind of request). Chosen on the tuning halves' noise (docs/benchmarks.md)."""
+
+
+def standing(hit: MemoryHit) -> bool:
+    """A standing wish about every answer: a reply language, a length, a tone.
+
+    Its aspect is an instruction every request touches (`Aspect.everywhere`), and it shares no
+    words with most requests: "以后跟我说话用英文吧" scored under `PICK_MIN` for "周末去哪儿玩比较好？",
+    whose answer it decides. Read again here (`STANDING_CERTAINTY`), since a memory keeps its
+    aspect and not how surely it was read.
+    """
+    aspect = taxonomy().aspect(hit.aspect)
+    if aspect is None or not aspect.everywhere or not aspect.instruction:
+        return False
+    [reading] = read_statements([hit.text])
+    return reading.aspect == hit.aspect and reading.aspect_p >= STANDING_CERTAINTY
 
 
 def placed(hit: MemoryHit, touch: Touch) -> bool:

@@ -152,6 +152,10 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     chat = data.get("chat_lines", [])
     short += [c["text"] for c in chat if c["label"] == "lasting"]
     none += [c["text"] for c in chat if c["label"] == "remark"]
+    # how to answer from now on ("以后跟我说话用英文吧") against the same words for one message only
+    wishes = data.get("standing_wishes", [])
+    short += [w["text"] for w in wishes if w["label"] == "keep"]
+    none += [w["text"] for w in wishes if w["label"] == "pass"]
     pairs = data.get("pairs", [])
     pet_lines = [f for f in data.get("pet_lines", []) if f["half"] == "tune"]  # the report half is held out
     refused = attempts()
