@@ -264,3 +264,16 @@ def test_a_piece_kept_beside_its_own_clause_is_not_said_twice(text: str) -> None
     # the piece and the clause it sits in are one memory, the clause once: not "首付都在这笔钱里。我明年要买房，首付…"
     kept = [c.text for c in read_message(text) if c.aspect]
     assert kept == [text]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("以后用英文回答我", True),  # read as a request (memorable 0.20) before the `standing` head
+        ("No emojis when you talk to me.", True),
+        ("用英文回答这个问题", False),  # this answer only
+        ("Translate this to French.", False),
+    ],
+)
+def test_a_standing_wish_is_kept_and_a_request_about_this_message_is_not(text: str, kept: bool) -> None:
+    assert bool(read_message(text)) == kept

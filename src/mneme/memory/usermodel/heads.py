@@ -40,6 +40,12 @@ not worth keeping however the `memorable` head reads it ("My dog just stole a so
 lol"). Chosen by cross-validation on the tuning half of the helpers' pet lines: the highest step
 that loses none of the lasting facts the `memorable` head keeps (0.3 would leave 13 more of 107
 passing remarks alone and lose 2 of 143 facts, among them changes said with "now")."""
+WISH_KEEP = 0.85
+"""A statement read as an instruction to the assistant (`communication`, `boundary`) that the
+`standing` head reads at least this surely as a wish about every later answer is kept however
+low the `memorable` head reads it: "以后用英文回答我" (memorable 0.20) and "Keep your answers
+short." (0.14) read as requests. Chosen on the standing-wish set's report half (0.5 kept 12 more
+wishes for 10 more one-off requests, 0.85 8 for 1); a third set held out (docs/benchmarks.md)."""
 PET_KEEP = 0.7
 """...and one it reads at least this lasting is kept however low the `memorable` head reads it
 ("我家小猫（芝麻）不能喝牛奶，喝了会吐": memorable 0.36, pet 0.95). Chosen by cross-validation on
@@ -120,6 +126,12 @@ class Reading:
     coffee after 2pm, I'm awake until 3am"); read on conditionals only (`statements.supposes`)."""
 
 
+def _instruction(aspect: str) -> bool:
+    """Whether an aspect is what the person asks of the assistant (`Aspect.instruction`)."""
+    found = taxonomy().aspect(aspect)
+    return found is not None and found.instruction
+
+
 def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
     """Read statements (one E5 passage vector each, computed unless given)."""
     if not texts:
@@ -141,11 +153,17 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
         at = np.array(pets)
         memorable[at] = np.where(lasting >= PET_KEEP, np.maximum(memorable[at], lasting), memorable[at])
         memorable[at[lasting < PET_LASTING]] = 0.0  # (a line giving its name is never passing)
+    tax = taxonomy()
+    wishes = [i for i, k in enumerate(np.argmax(aspects, axis=1)) if _instruction(aspect_head.labels[k])]
+    if wishes:  # the `standing` head judges an instruction: for every later answer, or this one
+        memorable = memorable.copy()
+        at = np.array(wishes)
+        standing = HEADS["standing"].prob(vecs[at], "yes")
+        memorable[at] = np.where(standing >= WISH_KEEP, np.maximum(memorable[at], standing), memorable[at])
     forget = (HEADS["forget"].prob(vecs, "yes") + HEADS.vote("forget_vote").prob(vecs, "yes")) / 2
     others = 1.0 - HEADS["whose"].prob(vecs, "self")
     correction = HEADS["correction"].prob(vecs, "yes")
     supposition = HEADS["supposition"].prob(vecs, "yes")
-    tax = taxonomy()
     areas = [tax.aspects[a].area if a in tax.aspects else a for a in aspect_head.labels]
     out = []
     for i, text in enumerate(texts):

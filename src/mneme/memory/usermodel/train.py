@@ -41,6 +41,7 @@ L2 = {
     "given_name": 1e-4,
     "correction": 1e-4,
     "supposition": 1e-4,
+    "standing": 1e-4,
     "passing": 1e-4,
 }
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
@@ -154,6 +155,8 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     none += [c["text"] for c in chat if c["label"] == "remark"]
     # how to answer from now on ("以后跟我说话用英文吧") against the same words for one message only
     wishes = data.get("standing_wishes", [])
+    instructions = [s["text"] for s in statements if tax.aspects[s["aspect"]].instruction]
+    glue = [c["text"] for c in chat if c["label"] == "remark"]  # "nah that's not what I meant" asks nothing
     short += [w["text"] for w in wishes if w["label"] == "keep"]
     none += [w["text"] for w in wishes if w["label"] == "pass"]
     pairs = data.get("pairs", [])
@@ -219,6 +222,13 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             ["yes" if p["label"] == "passing" else "no" for p in data.get("passing_lines", [])]
             + ["no"] * len(lasting_changes),
             "query",  # (held-out lines: as sure of passing ones, half the lasting ones misread)
+        ),
+        "standing": (  # a wish about every later answer, or a request about this message only
+            [w["text"] for w in wishes] + instructions + [r["text"] for r in data["requests"]] + glue,
+            ["yes" if w["label"] == "keep" else "no" for w in wishes]
+            + ["yes"] * len(instructions)
+            + ["no"] * (len(data["requests"]) + len(glue)),
+            "passage",
         ),
         "given_name": (*given_name_dataset(data), "query"),  # is one word a person's given name
         "local": (  # does the answer depend on where the person is (weather, nearby, commute)
