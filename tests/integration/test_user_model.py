@@ -290,28 +290,17 @@ def test_where_the_user_lives_reaches_requests_that_depend_on_it(
     assert place not in say(graph, elsewhere, "u")["prompt"]["memory_block"]
 
 
-@pytest.mark.parametrize(
-    ("wish", "asked", "word"),
-    [
-        ("以后跟我说话用英文吧", "周末去哪儿玩比较好？", "英文"),
-        ("No emojis in your replies please.", "What's a good recipe for dinner tonight?", "emojis"),
-    ],
-)
-def test_a_standing_wish_about_every_answer_reaches_any_request(
-    home: Path, wish: str, asked: str, word: str
-) -> None:
-    # it shares no words with the request, and decides how it is answered
-    graph = build_graph(home=home)
-    say(graph, wish, "lee")
-    assert word in say(graph, asked, "lee")["prompt"]["memory_block"]
+def current_facts(home: Path, user: str) -> list[str]:
+    """The texts of a user's current memories, events left out."""
+    with Memory.open(home) as mem:
+        return [r.text for r in mem.get_all(user_id=user) if r.kind != "episodic"]
 
 
 def test_a_change_said_without_a_subject_replaces_what_it_revises(home: Path) -> None:
     graph = build_graph(home=home)
     say(graph, "I live in Austin.", "sam")
     say(graph, "Relocated to Toronto for a job this spring.", "sam")
-    with Memory.open(home) as mem:
-        facts = [r.text for r in mem.get_all(user_id="sam") if r.kind != "episodic"]
+    facts = current_facts(home, "sam")
     assert any("Toronto" in t for t in facts) and not any("Austin" in t for t in facts)
 
 
@@ -329,8 +318,7 @@ def test_what_holds_only_for_now_leaves_the_lasting_fact_current(
     graph = build_graph(home=home)
     say(graph, lasting, "kim")
     say(graph, passing, "kim")
-    with Memory.open(home) as mem:
-        facts = [r.text for r in mem.get_all(user_id="kim") if r.kind != "episodic"]
+    facts = current_facts(home, "kim")
     assert any(kept in t.lower() for t in facts)
 
 
@@ -342,6 +330,9 @@ def test_what_holds_only_for_now_leaves_the_lasting_fact_current(
         # a new user's one setting: alone in the store it scored under the floor (0.75)
         ("I prefer aisle seats.", "Book me a flight to Denver next Friday", "aisle"),
         ("我喜欢靠窗的座位", "帮我订一张去北京的机票", "靠窗"),
+        # a wish about every answer shares no words with the request it decides
+        ("以后跟我说话用英文吧", "周末去哪儿玩比较好？", "英文"),
+        ("No emojis in your replies please.", "What's a good recipe for dinner tonight?", "emojis"),
     ],
 )
 def test_what_a_new_user_said_once_reaches_the_request_it_is_for(
