@@ -225,6 +225,12 @@ def supersedes(old: Sequence[str], new: str) -> np.ndarray:
     return HEADS["supersedes"].prob(pair_features(vecs[:-1], vecs[-1:]), "yes")
 
 
+def aspect_certainty(text: str, aspect: str) -> float:
+    """How surely the `aspect` head reads a statement as of one aspect (its passage vector only)."""
+    head = HEADS["aspect"]
+    return float(head.prob(passage_vectors([text]), aspect)[0]) if aspect in head.labels else 0.0
+
+
 def passing(texts: Sequence[str]) -> np.ndarray:
     """The probability that each statement about the speaker holds only for now or once.
 

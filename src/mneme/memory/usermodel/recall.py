@@ -9,7 +9,14 @@ from langgraph.store.base import BaseStore
 from mneme.memory.extract import own_fields
 from mneme.memory.record import MemoryHit
 from mneme.memory.search import SearchSettings, search
-from mneme.memory.usermodel.heads import domains_of, local_of, overlap, query_vector, read_statements, touched
+from mneme.memory.usermodel.heads import (
+    aspect_certainty,
+    domains_of,
+    local_of,
+    overlap,
+    query_vector,
+    touched,
+)
 from mneme.memory.usermodel.refer import about_pets, kin_in, pet_names
 from mneme.memory.usermodel.taxonomy import OTHERS_ASPECT, PET_ASPECT, taxonomy
 
@@ -160,7 +167,8 @@ def user_model_hits(
     # where the person lives, for a request that depends on it, where there is room
     kept += [p for p in scored if placed(p[1], touch) and p not in kept][: max(0, limit - len(kept))]
     # how the person wants every answer ("以后跟我说话用英文吧"), whatever the request, where there is room
-    kept += [p for p in scored if p not in kept and standing(p[1])][: max(0, limit - len(kept))]
+    if len(kept) < limit:
+        kept += [p for p in scored if p not in kept and standing(p[1])][: limit - len(kept)]
     # what is kept about the people and pets the request involves, the most relevant first, where there is room
     own = max((h.score for _, h in scored if h.aspect != OTHERS_ASPECT), default=0.0)
     pets = [p for p in scored if p[1].aspect == PET_ASPECT]
@@ -209,13 +217,12 @@ def standing(hit: MemoryHit) -> bool:
     Its aspect is an instruction every request touches (`Aspect.everywhere`), and it shares no
     words with most requests: "以后跟我说话用英文吧" scored under `PICK_MIN` for "周末去哪儿玩比较好？",
     whose answer it decides. Read again here (`STANDING_CERTAINTY`), since a memory keeps its
-    aspect and not how surely it was read.
+    aspect and not how surely it was read (the `aspect` head alone, on a cached passage vector).
     """
     aspect = taxonomy().aspect(hit.aspect)
     if aspect is None or not aspect.everywhere or not aspect.instruction:
         return False
-    [reading] = read_statements([hit.text])
-    return reading.aspect == hit.aspect and reading.aspect_p >= STANDING_CERTAINTY
+    return aspect_certainty(hit.text, aspect.key) >= STANDING_CERTAINTY
 
 
 def placed(hit: MemoryHit, touch: Touch) -> bool:
