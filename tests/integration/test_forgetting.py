@@ -190,6 +190,17 @@ def test_a_forget_request_in_the_users_own_words_deletes_that_and_nothing_else(
         assert len(memory.get_all(user_id="u")) == len(facts) - len(gone)  # and nothing stored in its place
 
 
+def test_a_forget_request_is_no_wish_about_privacy_it_reads_like(home: Path) -> None:
+    """A request worded as a wish ("you don't need to know…") forgets what it names, not the user's own wishes."""
+    with Memory.open(home) as memory:
+        facts = ["I work at Deloitte as an auditor.", "Don't share my address with anyone.", "我住在杭州西湖区"]
+        told = _told(memory, "u", facts)
+        assert all(told.values())
+        assert _deleted(memory, "u", told, "you don't need to know where I work") == {facts[0]}
+        assert _deleted(memory, "u", told, "别再记着我住哪了") == {facts[2]}
+        assert [r.text for r in memory.get_all(user_id="u")] == [facts[1]]
+
+
 @pytest.mark.parametrize(
     "said",
     [

@@ -1092,6 +1092,10 @@ class Writer:
         # masked personal data ("Phone: [phone ***0123]") goes only when its kind is named: "my
         # budget is private, get rid of that" reads more like a phone number than like the budget
         hits = [(r, rel) for r, rel in hits if not r.redacted]
+        # a forget request is itself worded as a wish about what to keep, so it reads like the
+        # user's standing wishes ("you don't need to know where I work" like "Don't share my
+        # address with anyone."): one of those is what it means only when it holds its words
+        hits = [(r, rel) for r, rel in hits if not _instruction(r.aspect) or names(topic, r.text)]
         if named or not hits:
             return named
         # a session's recap quotes what was said in it ('Session "I don't drink…"'): the fact
@@ -1118,6 +1122,12 @@ class Writer:
             else []
         )
         return quoted or [best]
+
+
+def _instruction(aspect: str | None) -> bool:
+    """Whether an aspect is an instruction to the assistant (`Aspect.instruction`: a boundary, how to answer)."""
+    found = taxonomy().aspect(aspect)
+    return found is not None and found.instruction
 
 
 def replaceable(old: MemoryRecord, cand: Candidate, text: str) -> bool:
