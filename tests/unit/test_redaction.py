@@ -53,6 +53,8 @@ MASKED = [
     ("慕尼黑办公室固话 089/12345678，工作日打", "phone", "12345678"),  # a German slash form
     ("寄到1600 Amphitheatre Parkway, Apt 5就行", "address", "Amphitheatre"),  # after Chinese
     ("pay with card5500005555555559please", "bank_card", "5500005555555559"),  # glued to words
+    ("帮我记一下身份证：4403 0519 8807 2316 1X，有效期到2036年", "cn_id", "0519 8807"),  # named, a typo in it
+    ("save my ID number pls: 4201 0619 9303 0852 7X", "cn_id", "9303 0852"),
 ]
 
 

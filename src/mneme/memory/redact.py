@@ -396,8 +396,8 @@ def _number_kind(raw: str, view: str, start: int) -> tuple[str, str] | None:
     intl = raw.startswith(("+", "00"))
     if len(digits) == 18 and _cn_id_18(digits):
         return "cn_id", "ID"
-    if digits[-1] in "Xx":
-        return None
+    if digits[-1] in "Xx":  # an ID number only, if not a valid one then one named as one (a typo in it)
+        return ("cn_id", "ID") if len(digits) in (15, 18) and _context(view, start, _CTX_ID) else None
     if len(digits) == 15 and not intl and _cn_id_15(digits):
         return "cn_id", "ID"
     ssn_shape = re.fullmatch(r"\d{3}([- ])\d{2}\1\d{4}", raw) or _context(view, start, _CTX_ID)
