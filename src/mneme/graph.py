@@ -12,6 +12,7 @@ from contextlib import (
     contextmanager,
     nullcontext,
 )
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -29,6 +30,7 @@ from langgraph.types import Command, StateSnapshot
 
 from mneme.checkpoints import SharedTurnLock, shared_turn_lock
 from mneme.context import Context, context_of
+from mneme.debuglog import HOME_KEY
 from mneme.nodes import (
     build_context,
     ingest,
@@ -39,6 +41,7 @@ from mneme.nodes import (
     retrieve_memories,
 )
 from mneme.nodes.build_context import counter_of
+from mneme.nodes.ingest import check_group
 from mneme.state import InputState, State
 from mneme.toolkit import MEMORY_TOOLS, default_tools
 from mneme.window import split_turns, turn_tokens
@@ -168,7 +171,13 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
     """
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        """`CompiledStateGraph.stream`, after finishing the thread's interrupted turn."""
+        """`CompiledStateGraph.stream`, after finishing the thread's interrupted turn.
+
+        Raises:
+            InputError: a group burst with a line that has no sender, or no trigger (before
+                anything is checkpointed).
+        """
+        input = checked_input(input)
         with TURNS.hold(self._thread_key(config)), self._shared_hold(config):
             if self._resumable(input, config) and _unfinished(
                 self.get_state(at_latest_checkpoint(self, config))
@@ -180,7 +189,12 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """`CompiledStateGraph.astream`, after finishing the thread's interrupted turn."""
+        """`CompiledStateGraph.astream`, after finishing the thread's interrupted turn.
+
+        Raises:
+            InputError: as `stream`.
+        """
+        input = checked_input(input)
         async with TURNS.ahold(self._thread_key(config)), self._shared_ahold(config):
             if self._resumable(input, config) and _unfinished(
                 await self.aget_state(await _aat_latest(self, config))
@@ -222,6 +236,26 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
             # a run from a chosen checkpoint forks on purpose
             and not ((config or {}).get("configurable") or {}).get("checkpoint_id")
         )
+
+
+def checked_input(input: Any) -> Any:
+    """A caller's input as it is checkpointed: a dict, with its group burst checked.
+
+    LangGraph checkpoints the input as given. An `InputState` object there is a type its
+    serializer does not know: the thread's next turn reads it back with a warning, and a later
+    LangGraph will refuse it. The dict of its fields (those not None, as LangGraph reads an
+    object) updates the state the same way. A group burst is checked here, before it is
+    checkpointed: refused in `ingest`, it would stay in the thread's state and refuse every
+    later input of the thread too.
+
+    Raises:
+        InputError: a group burst with a line that has no sender, or no trigger.
+    """
+    if isinstance(input, InputState):
+        input = {f.name: value for f in fields(input) if (value := getattr(input, f.name)) is not None}
+    if isinstance(input, dict) and input.get("group") is not None:
+        check_group(input["group"])
+    return input
 
 
 def at_latest_checkpoint(
@@ -284,7 +318,8 @@ def build_graph(
             or an `Embeddings` instance; used by the default store.
         checkpointer: Thread persistence; default SQLite in `home`.
         store: Long-term memory store; default Chroma on disk in `home`.
-        home: Data folder (default `$MNEME_HOME` or `./.mneme`).
+        home: Data folder (default `$MNEME_HOME` or `./.mneme`); the runs' debug log
+            (`Context.debug`) goes to its `debug/prompts.jsonl` too.
         tools: Domain tools (the memory tools are always added).
         postgres: A Postgres with pgvector (`postgresql://...`, or `$MNEME_POSTGRES_URL`):
             threads in LangGraph's `PostgresSaver`, memory in its `PostgresStore`, shared by
@@ -294,13 +329,21 @@ def build_graph(
         The compiled graph: `graph.invoke({"messages": [...]}, {"configurable":
         {"thread_id": ...}}, context={"user_id": ...})`.
     """
+    folder: Path | None = None
     if checkpointer is None or store is None:
         from mneme.home import open_home
 
         opened = open_home(home, embeddings=embeddings, postgres=postgres)
         checkpointer = checkpointer or opened.checkpointer()
         store = store or opened.store
+        folder = opened.path
+    elif home is not None:
+        from mneme.home import resolve_home
+
+        folder = resolve_home(home)
     compiled = make_builder(model, tools).compile(checkpointer=checkpointer, store=store, name="mneme")
+    if folder is not None:  # the runs' debug log goes there (`debuglog.run_home`), whatever the cwd
+        compiled = compiled.with_config(configurable={HOME_KEY: str(folder)})
     compiled.__class__ = MnemeGraph  # LangGraph's compile builds the base class; copies keep this one
     return compiled  # type: ignore[return-value]
 

@@ -232,6 +232,12 @@ def open_home(
         return opened
 
 
+def home_of(store: Any) -> Path | None:
+    """The folder of the open home whose store this is, if any (a store given to `create_agent`)."""
+    with _homes_lock:
+        return next((h.path for h in _homes.values() if h.store is store), None)
+
+
 @atexit.register
 def _close_all() -> None:
     for home in list(_homes.values()):

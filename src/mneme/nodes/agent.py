@@ -110,6 +110,7 @@ def make_agent(model: str | BaseChatModel | None, tools: Sequence[BaseTool]) -> 
                     "usage": usage,
                     "messages": messages_to_dict(messages),
                 },
+                runtime.store,
             )
         response = call_model(bound_model(spec, tools), messages, spec)
         if not isinstance(response, AIMessage):

@@ -308,5 +308,5 @@ def build_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "history_start": next((m.id for m in out.messages[1:] if m.id), None),
     }
     if ctx.debug:
-        debuglog.write(ctx, {"stage": "build_context", "usage": out.usage, "prompt": prompt})
+        debuglog.write(ctx, {"stage": "build_context", "usage": out.usage, "prompt": prompt}, runtime.store)
     return {"prompt": prompt, "token_usage": out.usage}

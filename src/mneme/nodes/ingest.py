@@ -7,7 +7,7 @@ import logging
 import re
 import uuid
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
@@ -20,7 +20,7 @@ from mneme.memory.extract import MENTION
 from mneme.memory.record import check_user, now_iso
 from mneme.memory.redact import redact_text
 from mneme.memory.repo import REFUSED_INPUTS, Repo, refused_inputs
-from mneme.state import GroupInput, State, TaskState
+from mneme.state import GroupInput, GroupMessage, State, TaskState
 from mneme.tokens import message_text
 
 log = logging.getLogger("mneme.ingest")
@@ -144,17 +144,63 @@ def _one_line(text: str, joiner: str = " ") -> str:
     return joiner.join(part.strip() for part in text.splitlines() if part.strip())
 
 
-def merge_group(group: GroupInput) -> tuple[HumanMessage, list[str]]:
-    """Turn a group-chat burst into one structured user message and its participants."""
-    bot = (group.get("bot_name") or "").strip()
+def _sender(msg: GroupMessage) -> str:
+    """Who said a line of a group burst, on one line ("" when the line names no one)."""
+    sender = msg.get("sender")
+    return "" if sender is None else _one_line(str(sender))
+
+
+def check_group(group: Any) -> GroupInput:
+    """Check a whole group-chat burst before any of it is used.
+
+    Every line is written to its sender's memory, so a line must name its sender: a line
+    without one is refused rather than guessed (a made-up name could be a real user's id).
+
+    Args:
+        group: The `group` of an input: `{"history": [...], "trigger": {...}, "bot_name": ...}`.
+
+    Returns:
+        The burst, unchanged.
+
+    Raises:
+        InputError: not a burst, no trigger with content, or a line without a sender (named
+            by its place: "history line 2", "the trigger").
+    """
+    if not isinstance(group, dict):
+        raise InputError(f"mneme: a group input must be a dict, not {type(group).__name__}")
     trigger = group.get("trigger")
-    if not trigger or not str(trigger.get("content", "")).strip():
+    if not isinstance(trigger, dict) or not str(trigger.get("content", "")).strip():
         raise InputError("mneme: a group input needs a trigger message with content")
+    history = group.get("history") or []
+    if not isinstance(history, list):
+        raise InputError(f"mneme: a group input's history must be a list, not {type(history).__name__}")
+    lines = [(f"history line {i}", msg) for i, msg in enumerate(history, 1)] + [("the trigger", trigger)]
+    for where, msg in lines:
+        if not isinstance(msg, dict):
+            raise InputError(f"mneme: group {where} must be a dict, not {type(msg).__name__}")
+        if not _sender(cast(GroupMessage, msg)):
+            said = _one_line(str(msg.get("content", "")))[:40]
+            raise InputError(
+                f"mneme: group {where} ({said!r}) has no sender; every line of a group input needs "
+                "the user id of who said it"
+            )
+    return cast(GroupInput, group)
+
+
+def merge_group(group: GroupInput) -> tuple[HumanMessage, list[str]]:
+    """Turn a group-chat burst into one structured user message and its participants.
+
+    Raises:
+        InputError: a burst that `check_group` refuses; nothing of it is used.
+    """
+    group = check_group(group)
+    bot = (group.get("bot_name") or "").strip()
+    trigger = group["trigger"]
     lines = []
     said: list[dict[str, str]] = []
     speakers: list[str] = []
-    for msg in [*group.get("history", []), trigger]:
-        sender = _one_line(str(msg.get("sender", ""))) or "unknown"
+    for msg in [*(group.get("history") or []), trigger]:
+        sender = _sender(msg)
         if bot and sender == bot:
             continue  # the bot's own lines are already in the thread
         content = str(msg.get("content", "")).strip()
@@ -169,7 +215,7 @@ def merge_group(group: GroupInput) -> tuple[HumanMessage, list[str]]:
         plain = MENTION.sub(" ", content).strip() or content  # "@bot 你好": the mention says nothing
         said.append({"sender": sender, "content": plain, "timestamp": str(msg.get("timestamp", ""))})
     header = f"[group chat; participants: {', '.join(speakers)}; the last line addressed you]"
-    sender = _one_line(str(trigger.get("sender", ""))) or "unknown"
+    sender = _sender(trigger)
     body = header + "\n" + "\n".join(lines)
     message = HumanMessage(
         content=body,
