@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import math
 import os
+import types
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from mneme import prompts
 from mneme.errors import InputError
+from mneme.validate import printable
 
 BUDGET_PARTS = ("system", "summary", "memory", "history")
 """The parts of the model input that `budget_order` arranges (the output reserve comes off the top)."""
@@ -224,12 +228,24 @@ class Context:
     """The debug log (JSON lines). Empty: `$MNEME_HOME/debug/prompts.jsonl` (`./.mneme/...`)."""
 
     def __post_init__(self) -> None:
-        """Fill defaults from `MNEME_*` environment variables and check the budget."""
+        """Fill defaults from `MNEME_*` environment variables, then check every field.
+
+        Raises:
+            InputError: a field of the wrong type or not one of its allowed values (the
+                message names the field, the value and what it accepts), or settings that
+                do not fit together (budgets, weights).
+        """
+        from_env: set[str] = set()
         for f in fields(self):
             env = os.environ.get(f"MNEME_{f.name.upper()}")
             if env is None or getattr(self, f.name) != f.default:
                 continue
             setattr(self, f.name, _coerce(env, f.default))
+            from_env.add(f.name)
+        hints = _field_types()
+        for f in fields(self):
+            value = _checked(f.name, getattr(self, f.name), hints[f.name], f.name in from_env)
+            setattr(self, f.name, value)
         budgets = [self.budget_system, self.budget_memory, self.budget_summary, self.budget_history]
         if min(*budgets, self.budget_output) < 0:
             raise InputError("mneme: token budgets cannot be negative")
@@ -322,14 +338,82 @@ class Context:
 
 
 def _coerce(raw: str, default: Any) -> Any:
-    """Turn an environment string into the type of a field's default."""
+    """Turn an environment string into the type of a field's default.
+
+    A string that is not a number is returned as it is, so that `_checked` refuses it with
+    the field's name.
+    """
     if isinstance(default, bool):
         return raw.strip().lower() in {"1", "true", "yes", "on"}
-    if isinstance(default, int):
-        return int(raw)
-    if isinstance(default, float):
-        return float(raw)
+    try:
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError:
+        return raw
     return raw
+
+
+@functools.cache
+def _field_types() -> dict[str, Any]:
+    """The resolved type of each `Context` field (the annotations are strings here)."""
+    return get_type_hints(Context)
+
+
+def _accepts(value: Any, kind: Any) -> bool:
+    """Whether a value fits a field type: `str`, `int`, `float`, `bool`, a `Literal` or a union."""
+    origin = get_origin(kind)
+    if origin is Literal:
+        return any(type(value) is type(choice) and value == choice for choice in get_args(kind))
+    if origin in (Union, types.UnionType):
+        return any(_accepts(value, member) for member in get_args(kind))
+    if kind is type(None):
+        return value is None
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:  # an int is a float here (JSON writes 1.0 as 1); NaN and infinity are not
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(kind, type):
+        return isinstance(value, kind)
+    return True  # a type this check does not know: left to the code that reads the field
+
+
+def _allowed(kind: Any) -> str:
+    """What a field type accepts, in words."""
+    origin = get_origin(kind)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in get_args(kind))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_allowed(member) for member in get_args(kind))
+    names = {
+        type(None): "None",
+        bool: "true or false",
+        int: "a whole number",
+        float: "a finite number",
+        str: "a string",
+    }
+    return names.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+def _checked(name: str, value: Any, kind: Any, from_env: bool) -> Any:
+    """A field's value if it fits the field's type (an int given for a float becomes a float).
+
+    Raises:
+        InputError: naming the field, the value and what the field accepts.
+    """
+    if not _accepts(value, kind):
+        source = f" (from MNEME_{name.upper()})" if from_env else ""
+        shown = printable(repr(value), 60)
+        raise InputError(
+            f"mneme: context field {name}{source} must be {_allowed(kind)}, "
+            f"not {shown} ({type(value).__name__})"
+        )
+    if kind is float and not isinstance(value, float):
+        return float(value)
+    return value
 
 
 def configurable() -> dict[str, Any]:

@@ -31,6 +31,7 @@ from langgraph.types import Command, StateSnapshot
 from mneme.checkpoints import SharedTurnLock, shared_turn_lock
 from mneme.context import Context, context_of
 from mneme.debuglog import HOME_KEY
+from mneme.errors import InputError
 from mneme.nodes import (
     build_context,
     ingest,
@@ -174,10 +175,12 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
         """`CompiledStateGraph.stream`, after finishing the thread's interrupted turn.
 
         Raises:
-            InputError: a group burst with a line that has no sender, or no trigger (before
-                anything is checkpointed).
+            InputError: before anything is checkpointed: a group burst with a line that has
+                no sender, or no trigger; a message that cannot be read; no `thread_id`; a
+                bad `context` value.
         """
         input = checked_input(input)
+        checked_call(self, config, kwargs.get("context"))
         with TURNS.hold(self._thread_key(config)), self._shared_hold(config):
             if self._resumable(input, config) and _unfinished(
                 self.get_state(at_latest_checkpoint(self, config))
@@ -195,6 +198,7 @@ class MnemeGraph(CompiledStateGraph[State, Context, InputState, State]):
             InputError: as `stream`.
         """
         input = checked_input(input)
+        checked_call(self, config, kwargs.get("context"))
         async with TURNS.ahold(self._thread_key(config)), self._shared_ahold(config):
             if self._resumable(input, config) and _unfinished(
                 await self.aget_state(await _aat_latest(self, config))
@@ -255,7 +259,30 @@ def checked_input(input: Any) -> Any:
         input = {f.name: value for f in fields(input) if (value := getattr(input, f.name)) is not None}
     if isinstance(input, dict) and input.get("group") is not None:
         check_group(input["group"])
+    if isinstance(input, dict) and isinstance(input.get("messages"), list):
+        from mneme.memory.api import read_message  # (the memory API imports the graph's modules)
+
+        for i, message in enumerate(input["messages"]):  # checkpointed, a bad one breaks the thread
+            read_message(message, i)
     return input
+
+
+def checked_call(
+    graph: CompiledStateGraph[Any, Any, Any, Any], config: RunnableConfig | None, context: Any
+) -> None:
+    """Refuse a run without a thread or with bad settings before LangGraph checkpoints its input.
+
+    Raises:
+        InputError: no `thread_id` for a graph with a checkpointer, or a `context` value of the
+            wrong type or out of its allowed values (`Context`).
+    """
+    conf = (config or {}).get("configurable") or {}
+    if isinstance(graph.checkpointer, BaseCheckpointSaver) and not conf.get("thread_id"):
+        raise InputError(
+            "mneme: a thread_id is required in config['configurable']: "
+            "graph.invoke(input, {'configurable': {'thread_id': '...'}}, context={'user_id': '...'})"
+        )
+    Context.from_any(context, dict(conf))
 
 
 def at_latest_checkpoint(

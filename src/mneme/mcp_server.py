@@ -11,12 +11,12 @@ from typing import IO, Annotated, Any, cast
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from mneme.errors import MnemeError
 from mneme.memory.aio import AsyncMemory
 from mneme.memory.record import Kind, MemoryChange, MemoryHit, check_user
-from mneme.validate import NOT_UNICODE
+from mneme.validate import NOT_UNICODE, printable
 
 INSTRUCTIONS = (
     "Long-term memory of one user ({user}). Search it before answering questions about the "
@@ -49,6 +49,43 @@ class Listing(BaseModel):
     """How many current memories the user has (the list may be cut at `limit`)."""
 
 
+def argument_errors(tool: str, exc: ValidationError) -> str:
+    """A tool's refused arguments in one short line: each argument and what it needs.
+
+    The line is pydantic's messages without their values (the caller's data) or links, in
+    the library's own form for a tool error: `Error executing tool save_memory: kind: Input
+    should be 'profile', 'semantic' or 'episodic'`.
+    """
+    said: list[str] = []
+    for error in exc.errors(include_url=False, include_input=False):
+        name = ".".join(str(part) for part in error["loc"]) or "arguments"
+        line = f"{printable(name, 60)}: {error['msg']}"
+        if line not in said:
+            said.append(line)
+    return f"Error executing tool {tool}: {'; '.join(said[:5])}"
+
+
+class _Server(MCPServer):
+    """`MCPServer` whose tools refuse bad arguments in a short line of mneme's own.
+
+    The library reports arguments that fail the tool's input schema as a `ToolError` holding
+    pydantic's whole report: a header, each value the caller sent, and a link to pydantic's
+    documentation per error. `call_tool` is the method the library itself calls for every
+    `tools/call` (and documents as raising that `ToolError`); here it raises the same error,
+    still caused by the `ValidationError`, with `argument_errors` as its text.
+    """
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """`MCPServer.call_tool`, with a short message for arguments that do not validate."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if type(exc) is not ToolError or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(argument_errors(name, cause)) from cause
+
+
 def build_server(memory: AsyncMemory, user_id: str) -> MCPServer:
     """An MCP server whose tools work on one user's memory.
 
@@ -63,7 +100,7 @@ def build_server(memory: AsyncMemory, user_id: str) -> MCPServer:
         The server; run it with `run_stdio_async()`.
     """
     user = check_user(user_id)
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         name="mneme",
         title="mneme memory",
         instructions=INSTRUCTIONS.format(user=user),

@@ -13,9 +13,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 from langgraph.store.base import BaseStore, PutOp
+from pydantic import ValidationError
 
 from mneme.context import Context
-from mneme.errors import InputError, NotFoundError
+from mneme.errors import InputError, MnemeError, NotFoundError
 from mneme.memory.expiry import is_expired
 from mneme.memory.extract import Candidate
 from mneme.memory.forget import forget_threads, scrub_store
@@ -73,14 +74,84 @@ log = logging.getLogger("mneme.memory")
 
 MessagesOrText = str | dict[str, Any] | BaseMessage | Sequence[str | dict[str, Any] | BaseMessage]
 
+ROLES = ("user", "assistant", "system", "tool")
+"""The roles a message may have (LangChain's names `human`, `ai`, `developer` and `function` too)."""
+_ROLE_NAMES = frozenset({*ROLES, "human", "ai", "developer", "function", "remove"})
+_EXPECTED = f"expected one of {'/'.join(ROLES)}"
+
+
+def _check_role(role: Any, where: str) -> None:
+    """Refuse a missing or unknown role, in mneme's words rather than LangChain's."""
+    if role is None:
+        raise InputError(f"mneme: {where} has no role; {_EXPECTED}")
+    if not isinstance(role, str) or role not in _ROLE_NAMES:
+        shown = printable(repr(role), 40) if isinstance(role, str) else f"of type {type(role).__name__}"
+        raise InputError(f"mneme: {where} has an unknown role {shown}; {_EXPECTED}")
+
+
+def _reason(exc: Exception) -> str:
+    """Why LangChain could not read a message, in one short line without its links."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        return f"{field}: {first['msg']}" if field else str(first["msg"])
+    if isinstance(exc, KeyError) and exc.args:
+        return f"{exc.args[0]!r} is missing"
+    lines = str(exc).split("For troubleshooting")[0].strip().splitlines()
+    return printable(lines[0] if lines else type(exc).__name__, 200)
+
+
+def read_message(item: Any, index: int = 0) -> BaseMessage:
+    """Read one message as LangChain does, refusing a malformed one with mneme's own error.
+
+    Meant for every door that takes messages from a caller: `Memory.add` reads them here (and
+    so does the REST route, which calls it); the graph's input should be read here too, before
+    LangGraph checkpoints it.
+
+    Args:
+        item: A message object, a message dict (`{"role": ..., "content": ...}`), a
+            `(role, content)` pair, or a text (a user message).
+        index: The message's position in what the caller sent, for the error.
+
+    Returns:
+        The LangChain message.
+
+    Raises:
+        InputError: a short sentence naming the message by its position: no role, an unknown
+            role, no content, a tool result without `tool_call_id`, or another field that
+            LangChain cannot read.
+    """
+    where = f"message {index}"
+    if isinstance(item, BaseMessage):
+        return item
+    if isinstance(item, dict):
+        envelope = item.get("lc") == 1 and item.get("type") == "constructor"  # LangChain's serialized form
+        if not envelope:
+            role = item["role"] if "role" in item else item.get("type")
+            _check_role(role, where)
+            if "content" not in item:
+                raise InputError(f"mneme: {where} has no content")
+            if role == "tool" and not item.get("tool_call_id"):
+                raise InputError(f"mneme: {where} is a tool result without a tool_call_id")
+    elif isinstance(item, tuple | list) and len(item) == 2:
+        _check_role(item[0], where)
+    elif not isinstance(item, str):
+        raise InputError(f"mneme: {where} must be a text, a dict or a message, not {type(item).__name__}")
+    try:
+        return convert_to_messages([item])[0]
+    except MnemeError:
+        raise
+    except Exception as exc:  # LangChain raises many kinds for a malformed message
+        raise InputError(f"mneme: {where} cannot be read: {_reason(exc)}") from exc
+
 
 def to_messages(value: MessagesOrText) -> list[BaseMessage]:
     """Normalize what `add` accepts into LangChain messages (a bare string is a user message).
 
     Raises:
         InputError: if it is not a text, a message or a list of them, if there are more than
-            `MAX_MESSAGES`, or if a message cannot be read (a bad role, `tool_calls` that are
-            not a list of calls, ...).
+            `MAX_MESSAGES`, or if a message cannot be read (no role or an unknown one, `tool_calls`
+            that are not a list of calls, ...: `read_message`).
     """
     if isinstance(value, str):
         items: list[Any] = [{"role": "user", "content": value}]
@@ -107,12 +178,7 @@ def to_messages(value: MessagesOrText) -> list[BaseMessage]:
             raise InputError(
                 f"mneme: a message must be a text, a dict or a message, not {type(item).__name__}"
             )
-    try:
-        messages = convert_to_messages(items)
-    except InputError:
-        raise
-    except Exception as exc:  # LangChain raises many kinds for a malformed message dict
-        raise InputError(f"mneme: cannot read these messages: {printable(str(exc), 300)}") from exc
+    messages = [read_message(item, i) for i, item in enumerate(items)]
     for m in messages:
         if m.id is not None:
             clean_name(m.id, "a message id")
@@ -186,10 +252,22 @@ class Memory:
 
         Raises:
             ConfigError: if the Postgres cannot be reached or set up.
+            HomeLockedError: if another process owns the home folder.
+            InputError: if the home folder cannot be created or opened (the message names it).
         """
-        from mneme.home import open_home
+        from mneme.home import open_home, resolve_home
 
-        h = open_home(home, embeddings=embeddings, chroma_url=chroma_url, postgres=postgres)
+        try:
+            h = open_home(home, embeddings=embeddings, chroma_url=chroma_url, postgres=postgres)
+        except OSError as exc:
+            if exc.filename is None:  # not the file system (a connection, say): not about the home
+                raise
+            path, failed = str(resolve_home(home)), str(exc.filename)
+            where = "" if failed == path else f" ({printable(failed, 200)})"
+            raise InputError(
+                f"mneme: cannot use {printable(path, 200)} as the home folder: "
+                f"{exc.strerror or type(exc).__name__}{where}"
+            ) from exc
         return cls(h.store, model=model, owner=h)
 
     def close(self) -> None:
