@@ -193,7 +193,11 @@ def test_a_forget_request_in_the_users_own_words_deletes_that_and_nothing_else(
 def test_a_forget_request_is_no_wish_about_privacy_it_reads_like(home: Path) -> None:
     """A request worded as a wish ("you don't need to know…") forgets what it names, not the user's own wishes."""
     with Memory.open(home) as memory:
-        facts = ["I work at Deloitte as an auditor.", "Don't share my address with anyone.", "我住在杭州西湖区"]
+        facts = [
+            "I work at Deloitte as an auditor.",
+            "Don't share my address with anyone.",
+            "我住在杭州西湖区",
+        ]
         told = _told(memory, "u", facts)
         assert all(told.values())
         assert _deleted(memory, "u", told, "you don't need to know where I work") == {facts[0]}

@@ -277,3 +277,15 @@ def test_a_piece_kept_beside_its_own_clause_is_not_said_twice(text: str) -> None
 )
 def test_a_standing_wish_is_kept_and_a_request_about_this_message_is_not(text: str, kept: bool) -> None:
     assert bool(read_message(text)) == kept
+
+
+def test_a_family_members_news_inside_a_clause_about_something_else_keeps_the_clause() -> None:
+    # "my kid was born" ends the clause: it was kept alone as "Their kid was born", the sale lost
+    texts = [c.text for c in read_message("Sold the bike after my kid was born, too risky.")]
+    assert not any(t.startswith("Their kid") for t in texts)
+    assert any("Sold the bike" in t for t in texts)
+    # news that begins the clause is still an event of theirs
+    assert any(
+        t.startswith("Their son graduated")
+        for t in (c.text for c in read_message("Oh and my son graduated last week!"))
+    )

@@ -1122,8 +1122,8 @@ def _statement_zh(segment: str, clause: str, now: datetime) -> Candidate | None:
 def _statement_en(segment: str, now: datetime) -> Candidate | None:
     if "?" in segment or re.search(r"\byou\b|\byour\b", segment, re.I):
         return None
-    family = re.search(
-        r"\bmy (daughter|son|kids?|children|wife|husband|partner|mom|mother|dad|father|parents|brother|sister|boyfriend|girlfriend)\s+"
+    family = re.match(  # the family member begins the segment: "Sold the bike after my kid was born" is no birth
+        r"(?:(?:and|so|oh|btw|also|well)\W+)*my (daughter|son|kids?|children|wife|husband|partner|mom|mother|dad|father|parents|brother|sister|boyfriend|girlfriend)\s+"
         r"((?:just |recently |finally )?(?:started|graduated|got|was born|turned|passed away|moved|retired|began|finished|joined|is starting|will start)\b.*)$",
         segment,
         re.I,
