@@ -96,7 +96,11 @@ class State(InputState):
     task: TaskState = field(default_factory=lambda: TaskState(slots={}))
     """Structured task state: intent, slots, pending action."""
     participants: list[str] = field(default_factory=list)
-    """Speakers of the current turn (one user, or the people of a group chat)."""
+    """Whom the current turn is for: one user, or the speakers of a group chat's burst, then the
+    group's other members (`members`)."""
+    members: list[str] = field(default_factory=list)
+    """Who has spoken in this group chat's thread, most recent first (at most `GROUP_MEMBERS`):
+    a burst from one of them is for the others too ("下周团建聚餐，帮我们订个餐厅")."""
     turn_start: str = ""
     """Id of the first message of the current turn."""
     owner: str = ""
@@ -126,6 +130,7 @@ class MemoryFields(TypedDict, total=False):
     | `owner`, `shared` | `ingest` (first turn of a thread) | `ingest` (another user's run is refused, except a group burst in a group's thread); `retrieve_memories` (a group's thread keeps sensitive memories out) |
     | `task` | `ingest` | `retrieve_memories` (slots join the query), `build_context`, `summarize` |
     | `participants` | `ingest` | `retrieve_memories` (without it: the run's user) |
+    | `members` | `ingest` (a group burst) | `ingest` (the group's members join its bursts' participants) |
     | `recaps` | `ingest` (first turn of a session) | `build_context` |
     | `memories`, `memory_refs` | `retrieve_memories`; the memory tools add refs | `build_context`, the memory tools |
     | `prompt`, `token_usage` | `build_context` | your agent (`prompt["memory_block"]`), debugging |
@@ -142,6 +147,7 @@ class MemoryFields(TypedDict, total=False):
     recaps: Annotated[list[dict[str, Any]], Latest()]
     task: TaskState
     participants: list[str]
+    members: list[str]
     turn_start: str
     owner: str
     shared: bool

@@ -155,3 +155,32 @@ def test_a_local_question_in_a_group_brings_the_askers_home_only(home: Path) -> 
     shown = {(m["who"], m["text"]) for m in out["memories"]}
     assert any(who == "zhao" and "广州" in text for who, text in shown)
     assert not any("北京" in text for _, text in shown)
+
+
+def test_a_groups_request_from_one_member_is_for_the_members_who_spoke_before(home: Path) -> None:
+    graph = build_graph(home=home)
+    room = {"configurable": {"thread_id": "offsite-room"}}
+    graph.invoke(
+        burst(
+            [("alice", "我对花生过敏"), ("carol", "我不喝酒的"), ("dave", "I'm vegan, fyi")],
+            ("alice", "@bot 大家好"),
+            "2026-12-01",
+        ),
+        room,
+        context={"user_id": "alice"},
+    )
+    # a week later alice alone asks for the team: carol and dave are at the table too
+    for request, who, limit in (
+        ("@bot 下周团建聚餐，帮我们订个餐厅", "dave", "vegan"),
+        ("@bot 周五下班团建，找个地方喝两杯", "carol", "喝酒"),
+    ):
+        out = graph.invoke(burst([], ("alice", request), "2026-12-08"), room, context={"user_id": "alice"})
+        assert out["participants"][0] == "alice" and set(out["participants"]) == {"alice", "carol", "dave"}
+        assert any(m["who"] == who and limit in m["text"] for m in out["memories"]), request
+    # a one-to-one thread is no group: its participants are its user alone
+    dm = graph.invoke(
+        {"messages": [{"role": "user", "content": "帮我订个餐厅"}]},
+        {"configurable": {"thread_id": "alice-dm"}},
+        context={"user_id": "alice"},
+    )
+    assert dm["participants"] == ["alice"]

@@ -162,7 +162,8 @@ def test_any_member_may_address_the_bot_in_a_groups_thread_but_not_in_a_users_ow
         _burst([("carol", "周五聚餐"), ("carol", "@bot 订个餐厅")]), group, context={"user_id": "carol"}
     )
     out = graph.invoke(_burst([("dave", "@bot 几点开始？")]), group, context={"user_id": "dave"})
-    assert out["owner"] == "carol" and out["shared"] and out["participants"] == ["dave"]
+    # dave speaks; carol, who spoke in the group before, is a member the request is for too
+    assert out["owner"] == "carol" and out["shared"] and out["participants"] == ["dave", "carol"]
     with pytest.raises(InputError, match="another user's session"):  # a one-to-one message: still carol's
         graph.invoke({"messages": [{"role": "user", "content": "hi"}]}, group, context={"user_id": "dave"})
     own: Any = {"configurable": {"thread_id": "alice-own"}}

@@ -26,6 +26,9 @@ from mneme.tokens import message_text
 log = logging.getLogger("mneme.ingest")
 
 TITLE_CHARS = 60
+GROUP_MEMBERS = 8
+"""The members of a group chat remembered by its thread, and the most people a burst is for
+(its speakers, then the members who spoke most recently)."""
 
 _SLOT_PATTERNS: dict[str, re.Pattern[str]] = {
     "order_id": re.compile(
@@ -276,9 +279,14 @@ def ingest(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     participants = [user]
     new_messages: list[AnyMessage] = []
     if state.group:
-        message, participants = merge_group(state.group)
+        message, speakers = merge_group(state.group)
         new_messages.append(message)
         last: AnyMessage = message
+        # the group's members who are not in this burst are at the table too ("帮我们订个餐厅")
+        participants = [*speakers, *(m for m in state.members if m not in speakers)][
+            : max(GROUP_MEMBERS, len(speakers))
+        ]
+        updates["members"] = list(dict.fromkeys([*reversed(speakers), *state.members]))[:GROUP_MEMBERS]
     else:
         if not state.messages or not isinstance(state.messages[-1], HumanMessage):
             raise InputError("mneme: send a user message: {'messages': [{'role': 'user', 'content': '...'}]}")
