@@ -107,6 +107,32 @@ def test_redaction_poisoning_and_ttl_on_a_real_home(memory: Memory) -> None:
     assert all(h.id != short.id for h in memory.search("Where is she this week?", user_id="u"))
 
 
+@pytest.mark.parametrize(
+    ("documents", "phone", "forget"),
+    [
+        (
+            "我的身份证号是11010519491231002X，银行卡是6222 0212 3456 7890 128",
+            "我的手机号是13812345678",
+            "我的手机号你也删了吧",
+        ),
+        (
+            "My passport number is E12345678.",
+            "My phone is +1 617 555 0199.",
+            "Please delete my phone number.",
+        ),
+    ],
+)
+def test_an_id_or_card_number_is_no_phone_number(
+    memory: Memory, documents: str, phone: str, forget: str
+) -> None:
+    """A statement of ID or card numbers outlives the phone number said after it and its forgetting."""
+    kept = memory.add(documents, user_id="u")
+    assert [c.operation for c in kept] == ["ADD"]
+    assert [c.operation for c in memory.add(phone, user_id="u")] == ["ADD"]  # beside it, not over it
+    memory.add(forget, user_id="u")
+    assert [(r.id, r.aspect) for r in memory.get_all(user_id="u")] == [(kept[0].id, "documents")]
+
+
 def test_export_import_round_trip_between_homes(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "a") as a:
         a.add("我叫王小明，我住在杭州", user_id="u")

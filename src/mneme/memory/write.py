@@ -57,7 +57,15 @@ from mneme.memory.record import (
     normalize_text,
     now_iso,
 )
-from mneme.memory.redact import RedactionPolicy, only_markers, redact, redact_field, redact_text, redact_value
+from mneme.memory.redact import (
+    NEVER_IN_CLEAR,
+    RedactionPolicy,
+    only_markers,
+    redact,
+    redact_field,
+    redact_text,
+    redact_value,
+)
 from mneme.memory.repo import Repo
 from mneme.memory.search import Calibrator, calibrator_for
 from mneme.memory.terms import terms
@@ -185,6 +193,8 @@ both shown as `[email l***@example.com]` are told apart by it (a changed email i
 the same memory said again); 32 bits cannot give the value back."""
 DATA_SUBJECTS = {"phone": "phone", "email": "email"}
 """Profile fields that are nothing but one kind of personal data."""
+DOCUMENTS = "documents"
+"""The aspect of a user's ID, passport, licence and card numbers."""
 
 
 def wait_quietly(future: Future[Any]) -> None:
@@ -705,7 +715,7 @@ class Writer:
         value = cand.value
         if value is not None and red.found:
             value = redact_field(value, cand.text, ctx.policy)
-        cand = tag_aspect(replace(cand, evidence=text) if red.found else cand)
+        cand = of_the_data_given(tag_aspect(replace(cand, evidence=text) if red.found else cand), red.found)
         near: list[tuple[MemoryRecord, float]] | None = None  # (a correction's, searched once)
         if cand.action == "correct" and not cand.target and cand.certainty < KEY_CERTAINTY:
             near = self._similar(text, USER_MODEL_KINDS, ctx.user_id)
@@ -1255,6 +1265,25 @@ def relabelled(record: MemoryRecord) -> MemoryRecord:
             "constraint": cand.constraint,
             "domains": item_domains(record.text),
         }
+    )
+
+
+def of_the_data_given(cand: Candidate, found: Sequence[str]) -> Candidate:
+    """A statement read as a phone or an e-mail that gives none, but an ID, a card or a passport, is of those.
+
+    "我的身份证号是…，银行卡是…" read as a phone (there is a number in it) would otherwise be keyed
+    as the phone field, replaced by the next phone number said, and deleted by "forget my phone".
+
+    Args:
+        cand: The candidate, tagged with its aspect.
+        found: The kinds of personal data its text holds (`Redaction.found`).
+    """
+    data = DATA_SUBJECTS.get(cand.aspect or "")
+    if data is None or data in found or cand.subject is not None or not set(found) & set(NEVER_IN_CLEAR):
+        return cand
+    documents = taxonomy().aspects[DOCUMENTS]
+    return replace(
+        cand, aspect=DOCUMENTS, kind=documents.kind, sensitivity=max(cand.sensitivity, documents.sensitivity)
     )
 
 
