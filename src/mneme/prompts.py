@@ -75,6 +75,7 @@ RECAP_PARTS = {
 
 RECAP_WORDS_ZH = {
     "chat": "闲聊",
+    "ask for the order id": "问清订单号",  # `ingest.ASK_ORDER_ID`, an open item before the id is given
     "order_status": "订单状态",
     "return": "退货",
     "change_address": "修改地址",

@@ -184,6 +184,7 @@ def recap_text(
     pending = redact_text(str(task.get("pending_action") or ""))
     if pending and lang == "zh" and intent in prompts.RECAP_PENDING_ZH and "order_id" in slots:
         pending = prompts.RECAP_PENDING_ZH[intent].format(order_id=slots["order_id"])
+    pending = words.get(pending, pending)
     intent = words.get(intent, intent)
     text = (prompts.SESSION_RECAP_ZH if lang == "zh" else prompts.SESSION_RECAP).format(
         title=_clip(title, 60),

@@ -134,6 +134,9 @@ def test_a_recap_is_written_in_the_language_of_the_session() -> None:
     en = recap_text(title="Where is my order?", summary="", task=task, messages=[])
     assert en.startswith('Session "Where is my order?". Topic: return. Facts: order_id 20240508001.')
     assert en.endswith("Open: explain how to return order 20240508001.")
+    asking = {"intent": "order_status", "slots": {}, "pending_action": "ask for the order id"}
+    waiting = recap_text(title="我的快递到哪了？", summary="", task=asking, messages=[])
+    assert "待办：问清订单号" in waiting and "ask for" not in waiting  # before the id is given
 
 
 @pytest.mark.parametrize(
