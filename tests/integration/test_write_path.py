@@ -182,3 +182,12 @@ def test_deferred_extraction_in_the_graph(home: Path) -> None:
         "location": "杭州",
     }
     assert memory.pending(user_id="u") == []
+
+
+def test_news_of_a_move_and_a_new_job_in_one_message_replaces_both(memory: Memory) -> None:
+    """The new employer was called "the same value" (two employers read alike) and lost; the preamble was kept."""
+    memory.add("我住在广州天河区，在一家外企做会计。", user_id="u")
+    memory.add("告诉你个消息，我搬到深圳南山了，也换了工作，现在在腾讯做财务。", user_id="u")
+    current = [r.text for r in memory.get_all(user_id="u")]
+    assert any("深圳南山" in t for t in current) and any("腾讯" in t for t in current)
+    assert not any("广州" in t or "外企" in t or "告诉你个消息" in t for t in current)

@@ -776,8 +776,10 @@ class Writer:
             ]
             if same:
                 old, rel = max(same, key=lambda p: p[1])
+                # the same value said again: two employers read alike (0.91) and are two values
                 if polarity(old.text) == polarity(text) and (
-                    filler_only_difference(old.text, text) or rel >= DUPLICATE_RELEVANCE
+                    filler_only_difference(old.text, text)
+                    or (rel >= DUPLICATE_RELEVANCE and same_object(old.text, text))
                 ):
                     return [self._said_again(old, "the same value is already stored")]
                 replaced = old
@@ -1269,7 +1271,9 @@ def relabelled(record: MemoryRecord) -> MemoryRecord:
 
 
 def of_the_data_given(cand: Candidate, found: Sequence[str]) -> Candidate:
-    """A statement read as a phone or an e-mail that gives none, but an ID, a card or a passport, is of those.
+    """A statement read as a phone or an e-mail that gives none but an ID, a card or a passport number is of those.
+
+    And the other way round: one read as of ID documents that gives only a phone or an e-mail.
 
     "我的身份证号是…，银行卡是…" read as a phone (there is a number in it) would otherwise be keyed
     as the phone field, replaced by the next phone number said, and deleted by "forget my phone".
@@ -1278,8 +1282,14 @@ def of_the_data_given(cand: Candidate, found: Sequence[str]) -> Candidate:
         cand: The candidate, tagged with its aspect.
         found: The kinds of personal data its text holds (`Redaction.found`).
     """
+    if cand.subject is not None:
+        return cand
+    if cand.aspect == DOCUMENTS and not set(found) & set(NEVER_IN_CLEAR):
+        # and the other way round: "我又办了张工作卡177 8899 0011，工作上的短信发这个" gives a phone
+        given = next((aspect for aspect, kind in DATA_SUBJECTS.items() if kind in found), None)
+        return cand if given is None else replace(cand, aspect=given, kind=taxonomy().aspects[given].kind)
     data = DATA_SUBJECTS.get(cand.aspect or "")
-    if data is None or data in found or cand.subject is not None or not set(found) & set(NEVER_IN_CLEAR):
+    if data is None or data in found or not set(found) & set(NEVER_IN_CLEAR):
         return cand
     documents = taxonomy().aspects[DOCUMENTS]
     return replace(
