@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mneme.memory.usermodel.statements import read_message
+from mneme.memory.extract import Candidate
+from mneme.memory.usermodel.statements import read_message, tag_aspect
 
 
 @pytest.mark.parametrize(
@@ -289,3 +290,34 @@ def test_a_family_members_news_inside_a_clause_about_something_else_keeps_the_cl
         t.startswith("Their son graduated")
         for t in (c.text for c in read_message("Oh and my son graduated last week!"))
     )
+
+
+@pytest.mark.parametrize(
+    "text", ["我是素食者，周末喜欢去爬山", "I am vegetarian and I like hiking on weekends."]
+)
+def test_a_memory_saved_as_given_of_several_statements_is_a_limit_when_one_of_them_is(text: str) -> None:
+    # saved whole (a tool, MCP's save_memory), it read as no aspect or as the hobby, and a
+    # restaurant request never found the diet
+    tagged = tag_aspect(Candidate("semantic", text))
+    assert (tagged.aspect, tagged.constraint) == ("diet", True)
+    assert tag_aspect(Candidate("semantic", "I like hiking on weekends.")).constraint is False
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [("also I hate cilantro lol", "Dislikes cilantro"), ("I love sushi haha", "Likes sushi")],
+)
+def test_laughter_at_the_end_of_a_line_is_no_part_of_what_is_liked(text: str, kept: str) -> None:
+    assert [c.text for c in read_message(text)] == [kept]
+
+
+def test_an_adverb_after_i_is_no_verb_in_the_memory() -> None:
+    # "I literally eat peanut butter every day" had been kept as "Literallies eat peanut butter every day"
+    texts = [
+        c.text
+        for c in read_message(
+            "correction: it's tree nuts I'm allergic to. I literally eat peanut butter every day"
+        )
+    ]
+    assert not any("Literallies" in t for t in texts)
+    assert any("eats peanut butter" in t for t in texts)

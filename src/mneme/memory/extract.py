@@ -180,8 +180,12 @@ def _clean(value: str) -> str:
     return re.sub(r"(?:了|吧|啊|呀|呢|哦|啦|哈|的)+$", "", value).strip() or value
 
 
+_CHAT_TAIL = re.compile(r"(?:\s+(?:lol+|lmao+|rofl|ha(?:ha)+h?|he(?:he)+|xd|tbh|ngl|imo|fr))+$", re.I)
+"""Laughter and chat fillers that end a line ("I hate cilantro lol"): no part of what is liked."""
+
+
 def _en_clean(value: str) -> str:
-    value = _clean(value)
+    value = _CHAT_TAIL.sub("", _clean(value))
     return re.sub(
         r"\s+(?:now|these days|nowadays|anymore|any more|a lot|very much|so much|too)$", "", value, flags=re.I
     )
@@ -1049,6 +1053,12 @@ _EN_PAST_CUE = re.compile(
 )
 
 
+def _adverb(word: str) -> bool:
+    """Whether a word after "I" is an adverb of manner ("I literally eat…"), not the verb ("I fly", "I reply")."""
+    low = word.lower()
+    return len(low) > 4 and low.endswith("ly") and not low.endswith(("ply", "fly", "rely"))
+
+
 def _third_person(rest: str) -> str | None:
     """English memory text for what follows "I" ("'m flying to Tokyo" -> "Is flying to Tokyo")."""
     rest = rest.strip()
@@ -1078,7 +1088,7 @@ def _third_person(rest: str) -> str | None:
         "generally",
         "still",
         "actually",
-    }:
+    } or _adverb(head):
         inner = _third_person(tail)
         return None if inner is None else f"{head.capitalize()} {inner[0].lower()}{inner[1:]}"
     if _EN_PAST.match(head):

@@ -565,6 +565,12 @@ def after_name(clause: str, names: list[Candidate], kept: Sequence[str] = ()) ->
     return None if is_question(text) or about_someone_else(text) else text
 
 
+def _limit_aspect(aspect: str) -> bool:
+    """Whether an aspect holds hard limits (`Aspect.constraint`: an allergy, a diet, a fear, a boundary)."""
+    found = taxonomy().aspect(aspect)
+    return found is not None and found.constraint
+
+
 def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: bool = False) -> list[Reading]:
     """Statements of their own in a clause beside what the rules read there, about another aspect.
 
@@ -590,7 +596,9 @@ def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: b
     return [
         p
         for p in pieces
-        if (p.memorable >= MEMORABLE or p.constraint >= CONSTRAINT)  # a limit is worth its own memory
+        # a limit is worth its own memory, one of an aspect that is one ("告诉你个消息" reads 0.58 a
+        # limit, of how to talk to the user, and is nothing)
+        if (p.memorable >= MEMORABLE or (p.constraint >= CONSTRAINT and _limit_aspect(p.aspect)))
         and not is_question(p.text)
         # clearly about its aspect, or about a part of life the rules' facts are not about ("work
         # as a dental hygienist" beside an age: employer 0.36, occupation 0.33); a piece of the
@@ -725,6 +733,34 @@ def tag_aspect(cand: Candidate) -> Candidate:
     if cand.subject is not None and taxonomy().by_subject(cand.subject) is None:
         return cand
     reading = read_statements([cand.evidence or cand.text])[0]
-    if cand.subject is None and reading.aspect_p < ASPECT_MIN:
-        return cand
+    if cand.subject is None:
+        whole = _tagged(cand, reading) if reading.aspect_p >= ASPECT_MIN else cand
+        return _of_its_pieces(whole)
     return _tagged(cand, reading)
+
+
+def _of_its_pieces(cand: Candidate) -> Candidate:
+    """A memory of several statements, which reads as no aspect whole, tagged as its pieces read.
+
+    "我是素食者，周末喜欢去爬山" saved as one memory reads 0.28 as travel, "I am vegetarian and I
+    like hiking on weekends." 0.42 as fitness; their pieces are a diet and a hobby. Such a memory
+    takes the aspect of the piece that is a limit, if the whole is none, else of the surest piece
+    when the whole reads as no aspect, and is a limit when one of them is, so that a restaurant
+    request still finds the diet.
+    """
+    pieces = [
+        c for c in read_message(cand.evidence or cand.text) if c.aspect and c.action in ("add", "correct")
+    ]
+    if len(pieces) < 2 or (
+        cand.aspect is not None and (cand.constraint or not any(c.constraint for c in pieces))
+    ):
+        return cand
+    best = max(pieces, key=lambda c: (c.constraint, c.certainty))
+    return replace(
+        cand,
+        aspect=best.aspect,
+        constraint=cand.constraint or any(c.constraint for c in pieces),
+        near=tuple(dict.fromkeys(c.aspect for c in pieces if c.aspect and c.aspect != best.aspect)),
+        certainty=best.certainty,
+        sensitivity=max(cand.sensitivity, *(c.sensitivity for c in pieces)),
+    )
