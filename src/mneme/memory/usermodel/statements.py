@@ -566,9 +566,11 @@ def after_name(clause: str, names: list[Candidate], kept: Sequence[str] = ()) ->
 
 
 def _limit_aspect(aspect: str) -> bool:
-    """Whether an aspect holds hard limits (`Aspect.constraint`: an allergy, a diet, a fear, a boundary)."""
+    """Whether a piece of this aspect that reads as a limit may be one: not one of how to talk to
+    the user (`communication`: an instruction that holds no limit), where chat glue lands
+    ("告诉你个消息" 0.58), while "但是喝牛奶" beside a vegetarian diet (a drink, 0.83) is one."""
     found = taxonomy().aspect(aspect)
-    return found is not None and found.constraint
+    return found is not None and (found.constraint or not found.instruction)
 
 
 def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: bool = False) -> list[Reading]:
@@ -596,8 +598,8 @@ def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: b
     return [
         p
         for p in pieces
-        # a limit is worth its own memory, one of an aspect that is one ("告诉你个消息" reads 0.58 a
-        # limit, of how to talk to the user, and is nothing)
+        # a limit is worth its own memory, unless of how to talk to the user ("告诉你个消息" reads
+        # 0.58 a limit, and is nothing)
         if (p.memorable >= MEMORABLE or (p.constraint >= CONSTRAINT and _limit_aspect(p.aspect)))
         and not is_question(p.text)
         # clearly about its aspect, or about a part of life the rules' facts are not about ("work
