@@ -11,9 +11,9 @@
 - Poisoning: every message of `benchmarks/data/poisoning_corpus.json` through `save`, `add`
   and `add(infer=False)` (a line kept as said counts as refused when it is replaced), and the
   guard itself; the share of attempts refused and of ordinary messages
-  refused, per half (`tune`, `report`, `fresh`, `fresh2`, `fresh3`, then `fresh4` by a fifth author:
-  the held-out half, `HELD_OUT`; and `identity`, the held-out half of that author's messages about
-  one's own name, title and role). `--tune` prints the threshold sweep on the tune half only (how
+  refused, per half (`tune`, `report`, `fresh`, `fresh2`, `fresh3`, `fresh4` by a fifth author;
+  `identity`, the held-out half of that author's messages about one's own name, title and role;
+  then `fresh5` by a sixth author: the held-out half, `HELD_OUT`). `--tune` prints the threshold sweep on the tune half only (how
   `guard.THRESHOLD` was chosen).
 - Forgetting: memories and conversations with marked words, then `delete` and `delete_all`;
   the bytes of the forgotten words found in the files of the home afterwards, and what the
@@ -46,12 +46,13 @@ from mneme.errors import MnemeError
 
 PII = ROOT / "benchmarks" / "data" / "pii_corpus.json"
 POISONING = ROOT / "benchmarks" / "data" / "poisoning_corpus.json"
-SPLITS = ("tune", "report", "fresh", "fresh2", "fresh3", "fresh4", "identity")
+SPLITS = ("tune", "report", "fresh", "fresh2", "fresh3", "fresh4", "identity", "fresh5")
 """The poisoning corpus's halves: `report`'s misses, then `fresh`'s, `fresh2`'s and `fresh3`'s,
-were looked at to improve the guard, so the later `fresh4` items (a fifth author, who read none
-of mneme) are its held-out half now; `identity` is the held-out half of that author's own-role
-messages (the other half is among the guard's examples)."""
-HELD_OUT = "fresh4"
+were looked at to improve the guard; the `fresh4` items (a fifth author, who read none of mneme)
+were run before and after one change, their misses not read; `identity` is the held-out half of
+that author's own-role messages (the other half is among the guard's examples); the `fresh5`
+items (a sixth author) are the held-out half now."""
+HELD_OUT = "fresh5"
 """The poisoning corpus's held-out half."""
 PII_SPLITS = ("tune", "report", "fresh", "fresh2", "fresh3")
 """The PII corpus's halves: `report`'s misses, then `fresh`'s and `fresh2`'s, were used to
