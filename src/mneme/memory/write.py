@@ -1273,7 +1273,8 @@ def relabelled(record: MemoryRecord) -> MemoryRecord:
 def of_the_data_given(cand: Candidate, found: Sequence[str]) -> Candidate:
     """A statement read as a phone or an e-mail that gives none but an ID, a card or a passport number is of those.
 
-    And the other way round: one read as of ID documents that gives only a phone or an e-mail.
+    Not the other way round: a membership or library card number is often masked as a phone, and
+    as the phone field the next phone number said would replace it.
 
     "我的身份证号是…，银行卡是…" read as a phone (there is a number in it) would otherwise be keyed
     as the phone field, replaced by the next phone number said, and deleted by "forget my phone".
@@ -1282,14 +1283,8 @@ def of_the_data_given(cand: Candidate, found: Sequence[str]) -> Candidate:
         cand: The candidate, tagged with its aspect.
         found: The kinds of personal data its text holds (`Redaction.found`).
     """
-    if cand.subject is not None:
-        return cand
-    if cand.aspect == DOCUMENTS and not set(found) & set(NEVER_IN_CLEAR):
-        # and the other way round: "我又办了张工作卡177 8899 0011，工作上的短信发这个" gives a phone
-        given = next((aspect for aspect, kind in DATA_SUBJECTS.items() if kind in found), None)
-        return cand if given is None else replace(cand, aspect=given, kind=taxonomy().aspects[given].kind)
     data = DATA_SUBJECTS.get(cand.aspect or "")
-    if data is None or data in found or not set(found) & set(NEVER_IN_CLEAR):
+    if data is None or data in found or cand.subject is not None or not set(found) & set(NEVER_IN_CLEAR):
         return cand
     documents = taxonomy().aspects[DOCUMENTS]
     return replace(

@@ -566,9 +566,12 @@ def after_name(clause: str, names: list[Candidate], kept: Sequence[str] = ()) ->
 
 
 def _limit_aspect(aspect: str) -> bool:
-    """Whether a piece of this aspect that reads as a limit may be one: not one of how to talk to
-    the user (`communication`: an instruction that holds no limit), where chat glue lands
-    ("告诉你个消息" 0.58), while "但是喝牛奶" beside a vegetarian diet (a drink, 0.83) is one."""
+    """Whether a piece of this aspect that reads as a limit may be one.
+
+    Not one of how to talk to the user (`communication`: an instruction that holds no limit),
+    where chat glue lands ("告诉你个消息" 0.58); "但是喝牛奶" beside a vegetarian diet (a drink,
+    0.83) is one.
+    """
     found = taxonomy().aspect(aspect)
     return found is not None and (found.constraint or not found.instruction)
 
