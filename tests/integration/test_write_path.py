@@ -120,6 +120,14 @@ def test_redaction_poisoning_and_ttl_on_a_real_home(memory: Memory) -> None:
             "My phone is +1 617 555 0199.",
             "Please delete my phone number.",
         ),
+        # a change of a phone or an e-mail revises no other kind of data, however alike the two read
+        (
+            "驾驶证号跟身份证一样，440305199511206627，租车的时候用得上",
+            "手机换号了，新号码是 15900001111",
+            "我的手机号你也删了吧",
+        ),
+        # "no." ended no sentence: the number alone had been stored in clear
+        ("passport no. 533380006", "My email changed, it's now ab@example.com", "forget my email"),
     ],
 )
 def test_an_id_or_card_number_is_no_phone_number(
@@ -131,6 +139,7 @@ def test_an_id_or_card_number_is_no_phone_number(
     assert [c.operation for c in memory.add(phone, user_id="u")] == ["ADD"]  # beside it, not over it
     memory.add(forget, user_id="u")
     assert [(r.id, r.aspect) for r in memory.get_all(user_id="u")] == [(kept[0].id, "documents")]
+    assert not any(number in kept[0].text for number in ("533380006", "440305199511206627"))  # masked
 
 
 def test_export_import_round_trip_between_homes(tmp_path: Path) -> None:

@@ -60,6 +60,7 @@ from mneme.memory.record import (
 from mneme.memory.redact import (
     NEVER_IN_CLEAR,
     RedactionPolicy,
+    kinds_in,
     only_markers,
     redact,
     redact_field,
@@ -1147,8 +1148,13 @@ def replaceable(old: MemoryRecord, cand: Candidate, text: str) -> bool:
 
     A name only by a statement that holds one ("Anyway — back to the formula." replaces no
     name, `Aspect.ruled`); an instruction to the assistant only by a statement of its own
-    aspect (a new job revises no "以后回复我简短点", `Aspect.instruction`).
+    aspect (a new job revises no "以后回复我简短点", `Aspect.instruction`); masked personal data
+    only by a statement that gives data of the same kind, or none (a new phone number revises
+    no ID or card number, however alike "手机换号了，新号码是…" and "驾驶证号跟身份证一样，…" read).
     """
+    theirs, given = set(kinds_in(old.text)), set(kinds_in(text))
+    if theirs and given and not theirs & given:
+        return False
     aspect = taxonomy().aspect(old.aspect)
     if aspect is None:
         return True
