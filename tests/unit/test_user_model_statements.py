@@ -327,3 +327,13 @@ def test_chat_glue_read_as_a_limit_is_no_piece_and_an_exception_to_a_diet_is() -
     kept = [c.text for c in read_message("告诉你个消息，我搬到深圳南山了")]
     assert "告诉你个消息" not in kept
     assert "但是喝牛奶" in [c.text for c in read_message("我是素食者，不吃肉也不吃蛋，但是喝牛奶")]
+
+
+@pytest.mark.parametrize(
+    "text", ["Chinese passport no. e71036284 for the visa form", "passport no. 533380006"]
+)
+def test_a_number_stays_in_the_clause_that_names_it(text: str) -> None:
+    # split at "no.", the number was kept apart from what named it, and stored in clear
+    from mneme.memory.extract import clauses
+
+    assert clauses(text) == [text]

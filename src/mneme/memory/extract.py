@@ -97,11 +97,11 @@ COURIERS: dict[str, tuple[str, str]] = {
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _CLAUSE_SPLIT = re.compile(
-    r"(?<=[。！？!?；;\n])|(?<!\b(?:St|Dr|Mr|Ms|Mt|Jr|Sr|vs)\.)(?<!\bMrs\.)(?<!\bProf\.)(?<=[.])\s+(?![\d０-９])"
+    r"(?<=[。！？!?；;\n])|(?<!\b(?:St|Dr|Mr|Ms|Mt|Jr|Sr|vs|[Nn]o)\.)(?<!\bMrs\.)(?<!\bProf\.)(?<=[.])\s+(?![\d０-９])"
 )
-"""Sentence ends; a full stop after a title or an abbreviation is none ("a nurse at St. Mary's"),
-nor one before a number ("passport no. 533380006": apart, the number lost what named it and was
-stored in clear)."""
+"""Sentence ends; a full stop after a title or an abbreviation is none ("a nurse at St. Mary's",
+"passport no. e71036284"), nor one before a number ("passport no. 533380006": apart, the number
+lost what named it and was stored in clear)."""
 _ZH_PREFIX = re.compile(
     r"^(?:你好|您好|嗨|哈喽|嗯+|哦+|对了|另外|还有|然后|麻烦你?|请|(?:hi|hello|hey|oh|well|so|yeah|wow|haha)\b)[，,！!\s]*",
     re.I,
