@@ -225,7 +225,7 @@ class Context:
     `MNEME_DEBUG=1`)."""
 
     debug_path: str = ""
-    """The debug log (JSON lines). Empty: `$MNEME_HOME/debug/prompts.jsonl` (`./.mneme/...`)."""
+    """The debug log (JSON lines). Empty: `debug/prompts.jsonl` in the run's home (`debuglog.run_home`)."""
 
     def __post_init__(self) -> None:
         """Fill defaults from `MNEME_*` environment variables, then check every field.
