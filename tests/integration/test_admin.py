@@ -160,7 +160,9 @@ def test_the_profile_view_shows_what_is_believed_and_an_edit_there_changes_it(
         for said in ["我对花生过敏", "我在阿里巴巴工作", "我跳槽去腾讯了", "我喜欢靠窗的座位"]:
             mem.add(said, user_id="ann")
         mem.save("昨天去了西湖", user_id="ann", kind="episodic")  # about no aspect of her
-        mem.save("<img src=x onerror=alert(1)> 我的猫叫咪咪", user_id="ann")
+        # markup in a saved text is shown as text (the line must still read as a pet: the heads of
+        # 2026-12-07 read "… 我的猫叫咪咪" after the tag at 0.28, under `ASPECT_MIN`)
+        mem.save("<img src=x onerror=alert(1)> 我养了一只猫叫咪咪", user_id="ann")
 
     keys = KeyRing({KEY: None})
     with serve_app(create_app(HomeBackend(home), keys=keys)) as url:
@@ -195,7 +197,7 @@ def test_the_profile_view_shows_what_is_believed_and_an_edit_there_changes_it(
         assert "西湖" not in browser.find_element(By.ID, "aspects").text
         # a memory's text is shown as text, never run as HTML
         pet = aspect(browser, "pet").find_element(By.CSS_SELECTOR, "li.belief .text")
-        assert pet.text == "<img src=x onerror=alert(1)> 我的猫叫咪咪"
+        assert pet.text == "<img src=x onerror=alert(1)> 我养了一只猫叫咪咪"
         assert browser.find_elements(By.CSS_SELECTOR, "#aspects img") == []
 
         # the operator corrects the employer, and forgets the seat
