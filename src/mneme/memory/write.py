@@ -1108,7 +1108,7 @@ class Writer:
         # a forget request is itself worded as a wish about what to keep, so it reads like the
         # user's standing wishes ("you don't need to know where I work" like "Don't share my
         # address with anyone."): one of those is what it means only when it holds its words
-        hits = [(r, rel) for r, rel in hits if not _instruction(r.aspect) or names(topic, r.text)]
+        hits = [(r, rel) for r, rel in hits if not taxonomy().instruction(r.aspect) or names(topic, r.text)]
         if named or not hits:
             return named
         # a session's recap quotes what was said in it ('Session "I don't drink…"'): the fact
@@ -1135,12 +1135,6 @@ class Writer:
             else []
         )
         return quoted or [best]
-
-
-def _instruction(aspect: str | None) -> bool:
-    """Whether an aspect is an instruction to the assistant (`Aspect.instruction`: a boundary, how to answer)."""
-    found = taxonomy().aspect(aspect)
-    return found is not None and found.instruction
 
 
 def replaceable(old: MemoryRecord, cand: Candidate, text: str) -> bool:

@@ -126,12 +126,6 @@ class Reading:
     coffee after 2pm, I'm awake until 3am"); read on conditionals only (`statements.supposes`)."""
 
 
-def _instruction(aspect: str) -> bool:
-    """Whether an aspect is what the person asks of the assistant (`Aspect.instruction`)."""
-    found = taxonomy().aspect(aspect)
-    return found is not None and found.instruction
-
-
 def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
     """Read statements (one E5 passage vector each, computed unless given)."""
     if not texts:
@@ -154,7 +148,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
         memorable[at] = np.where(lasting >= PET_KEEP, np.maximum(memorable[at], lasting), memorable[at])
         memorable[at[lasting < PET_LASTING]] = 0.0  # (a line giving its name is never passing)
     tax = taxonomy()
-    wishes = [i for i, k in enumerate(np.argmax(aspects, axis=1)) if _instruction(aspect_head.labels[k])]
+    wishes = [i for i, k in enumerate(np.argmax(aspects, axis=1)) if tax.instruction(aspect_head.labels[k])]
     if wishes:  # the `standing` head judges an instruction: for every later answer, or this one
         memorable = memorable.copy()
         at = np.array(wishes)

@@ -753,9 +753,10 @@ def _of_its_pieces(cand: Candidate) -> Candidate:
     when the whole reads as no aspect, and is a limit when one of them is, so that a restaurant
     request still finds the diet.
     """
-    pieces = [
-        c for c in read_message(cand.evidence or cand.text) if c.aspect and c.action in ("add", "correct")
-    ]
+    text = cand.evidence or cand.text
+    if sum(len(segments(c)) for c in clauses(text)) < 2:  # one statement: the whole has said it
+        return cand
+    pieces = [c for c in read_message(text) if c.aspect and c.action in ("add", "correct")]
     if len(pieces) < 2 or (
         cand.aspect is not None and (cand.constraint or not any(c.constraint for c in pieces))
     ):

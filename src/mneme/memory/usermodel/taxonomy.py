@@ -75,6 +75,11 @@ class Taxonomy:
         """The aspect of a key (None for an unknown or missing key)."""
         return self.aspects.get(key) if key else None
 
+    def instruction(self, key: str | None) -> bool:
+        """Whether an aspect is what the person asks of the assistant (`Aspect.instruction`)."""
+        found = self.aspect(key)
+        return found is not None and found.instruction
+
     def same_area(self, a: str | None, b: str | None) -> bool:
         """Whether two aspects belong to the same part of life."""
         first, second = self.aspect(a), self.aspect(b)
