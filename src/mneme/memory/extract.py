@@ -166,13 +166,23 @@ _AND_MY = re.compile(r"\s+(?:and|but|so)\s+(?=my\s+(?:[\w'-]+\s+){0,3}(?:is|are|
 """Where "I live in Seattle and my favourite colour is green" starts its second statement."""
 
 
+_WHO_AND = re.compile(r"\s*(?:my|our)\s+[\w'-]+(?:\s+[\w'-]+)?\s*$", re.I)
+"""A part that only names someone of the speaker's, before "and I" (a subject of two)."""
+
+
 def segments(clause: str) -> list[str]:
     """The comma-separated parts of a clause (and English "... and I ..." / "I ... and my X is ..." parts).
 
     A part about the speaker splits before "and my X is" ("My wife and my son are vegetarian" is one
-    statement about two people).
+    statement about two people); "My wife and I live in Denver" is one subject.
     """
-    parts = re.split(r"[，,；;、]|\s+(?:and|but|so)\s+(?=I\b)", clause)
+    split = re.split(r"([，,；;、]|\s+(?:and|but|so)\s+(?=I\b))", clause)
+    parts = [split[0]]
+    for sep, part in zip(split[1::2], split[2::2], strict=True):
+        if sep.strip() == "and" and _WHO_AND.match(parts[-1]):  # "My wife and I live…": one subject
+            parts[-1] += sep + part
+        else:
+            parts.append(part)
     parts = [q for p in parts if p for q in (_AND_MY.split(p) if re.match(r"\s*I\b", p) else [p])]
     return [p.strip() for p in parts if p and p.strip()]
 

@@ -21,6 +21,7 @@ from mneme.memory.extract import (
 )
 from mneme.memory.gist import filler_only_difference
 from mneme.memory.record import normalize_text
+from mneme.memory.terms import terms
 from mneme.memory.usermodel.heads import Reading, outsider_of, read_statements
 from mneme.memory.usermodel.names import spoken_names
 from mneme.memory.usermodel.refer import (
@@ -453,7 +454,10 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
                     cand = replace(cand, constraint=True)
                 out.append(_as_sensitive_as(cand, parts_read))
             else:
-                out.extend(_tagged(ruled[i], read.get(ruled[i].evidence, reading)) for i in mine)
+                out.extend(
+                    _tagged(_in_piece(ruled[i], pieces[clause]), read.get(ruled[i].evidence, reading))
+                    for i in mine
+                )
                 unread = _unread(parts_read, [ruled[i] for i in mine], of_their_aspect=True)
                 # whose it is, the clause says, as it did for the rules: "今年35岁" alone reads as
                 # someone else's (0.75), and beside "我住在杭州" or "在银行上班" it is the speaker's
@@ -674,6 +678,31 @@ IN_CONTEXT_TAGS = frozenset({"preference", "health", "family", "schedule", "iden
 a contact (a structured value, said once)."""
 
 
+CONTEXT_FIELDS = frozenset({"occupation", "employer", "location", "hometown"})
+"""Fields a rule reads a value of whose clause can say more around it: "I work as a nurse at Mass
+General in Boston" kept only "Works as a nurse" (the employer and the city were lost). Not a name, an
+age, a birthday or a contact (a value said once, shown in its own form)."""
+BEYOND_TERMS = 1
+"""A field's clause is kept whole when it holds at least this many words its match does not."""
+
+
+def says_beyond(evidence: str, said: str) -> bool:
+    """Whether a clause says more than what a rule read in it (`BEYOND_TERMS` words of its own)."""
+    return len(set(terms(said)) - set(terms(evidence))) >= BEYOND_TERMS
+
+
+def _in_piece(cand: Candidate, pieces: Sequence[str]) -> Candidate:
+    """A field read in a clause of several statements, kept with the piece it was said in.
+
+    "I'm a software engineer at Google, living in Seattle": the occupation is kept as "I'm a
+    software engineer at Google" (the residence is a piece of its own).
+    """
+    piece = next((p for p in pieces if cand.evidence and cand.evidence in p), None)
+    if piece is None or not in_context(cand, piece):
+        return cand
+    return replace(cand, text=piece.strip(), evidence=piece)
+
+
 def in_context(cand: Candidate, clause: str) -> bool:
     """Whether a fact a rule read about the speaker is better kept as the user said it.
 
@@ -681,13 +710,16 @@ def in_context(cand: Candidate, clause: str) -> bool:
     from "I have two kids, they're 4 and 9"); when the clause says more around it (where, why,
     how old, what follows), the whole clause is the memory, so
     that a later answer sees the circumstances, and its aspect is read from all of it. (Not
-    when the rest is a statement of its own, `separate`: "我的邮箱是…，我不吃辣".)
+    when the rest is a statement of its own, `separate`: "我的邮箱是…，我不吃辣".) A field keeps its
+    key and value, and its aspect (`CONTEXT_FIELDS`).
     """
     said, evidence = clause.strip(), cand.evidence or ""
+    field = cand.subject in CONTEXT_FIELDS and cand.kind == "profile" and says_beyond(evidence, said)
     return (
-        cand.subject is None
-        and cand.kind == "semantic"
-        and bool(IN_CONTEXT_TAGS & set(cand.tags))
+        (
+            field
+            or (cand.subject is None and cand.kind == "semantic" and bool(IN_CONTEXT_TAGS & set(cand.tags)))
+        )
         and cand.action in ("add", "correct")
         and len(said) <= CONTEXT_CHARS
         and bool(evidence)
