@@ -43,6 +43,29 @@ def test_one_statement_about_two_people_stays_whole() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "aspect", "said"),
+    [
+        ("I work as a nurse at Mass General in Boston.", "occupation", ["Mass General", "Boston"]),
+        ("I work at Stripe as a designer in Dublin.", "employer", ["designer", "Dublin"]),
+        ("我住在杭州西湖区，离公司很近", "residence", ["西湖区", "离公司很近"]),
+        # the residence is a piece of its own; the employer stays with the occupation
+        ("I'm a software engineer at Google, living in Seattle.", "occupation", ["Google"]),
+    ],
+)
+def test_a_field_keeps_what_its_clause_says_around_it(text: str, aspect: str, said: list[str]) -> None:
+    # "Works as a nurse" lost the employer and the city
+    [cand] = [c for c in read_message(text) if c.aspect == aspect]
+    assert cand.subject is not None and all(s in cand.text for s in said), cand.text
+
+
+def test_my_wife_and_i_is_one_subject() -> None:
+    # split before "and I", it left a memory "My wife" and dropped the kids
+    cands = read_message("My wife and I live in Denver with our two kids.")
+    assert [c.text for c in cands] == ["My wife and I live in Denver with our two kids."]
+    assert cands[0].aspect == "residence"
+
+
+@pytest.mark.parametrize(
     "text", ["I live in Denver, been here about six years now.", "我住在成都，在这边待了快八年了。"]
 )
 def test_a_piece_that_points_back_at_the_place_is_no_fact_of_its_own(text: str) -> None:
