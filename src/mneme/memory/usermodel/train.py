@@ -142,6 +142,7 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     statements = [s for s in data["statements"] if s["aspect"] in tax.aspects]
     none = [n["text"] if isinstance(n, dict) else str(n) for n in data["none"]]
     none += [r["text"] for r in data["requests"]]  # a request says nothing lasting about its asker
+    domain_requests = data["requests"] + data.get("domain_requests", [])
     short = [s["text"] for s in data.get("short_statements", [])]  # memorable, with no aspect label
     # what is true of the speaker's family is worth keeping ("老婆不吃辣"), a passing remark is not
     short += [w["text"] for w in data.get("whose", []) if w["whose"] in MEMORABLE_WHOSE]
@@ -185,9 +186,9 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             + ["no"] * (len(pairs) + len(statements)),
             "passage",
         ),
-        "domain": (
-            [r["text"] for r in data["requests"] if r["domain"] in tax.domains],
-            [r["domain"] for r in data["requests"] if r["domain"] in tax.domains],
+        "domain": (  # (requests written for this head alone are no examples of the others)
+            [r["text"] for r in domain_requests if r["domain"] in tax.domains],
+            [r["domain"] for r in domain_requests if r["domain"] in tax.domains],
             "query",
         ),
         "forget": (  # does a message ask to forget something about the speaker

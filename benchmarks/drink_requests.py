@@ -1,0 +1,115 @@
+"""Issue 11: "I don't drink" reaches a later request whose answer involves alcohol, in words it never shares.
+
+The data (`benchmarks/data/drink_requests.json`) was written by a helper who read none of mneme's
+code: 24 ways of saying one does not drink, 160 requests whose good answer involves alcoholic
+drinks (a wine to pair with a steak, beer for a barbecue, 敬酒 at a banquet, a brewery tour), and
+120 look-alikes whose answer does not (a recipe, takeout, tea). Halves by a hash of each text,
+fixed before tuning; the tuning half's requests train the request-domain head.
+
+For each half, up to three people per language each say one of its statements, then "allergic to
+peanuts" and "vegetarian", each in its own session, through the graph on the real embedded
+defaults; each asks every request of the half in their language, each in a new session. Counted:
+alcohol requests whose memory block holds the memory written from the statement (found), other
+requests whose block holds it (noise).
+
+Run: `python -m benchmarks.drink_requests [--split report|tune] [--verbose]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from typing import Any
+
+from benchmarks.common import ROOT, write_result
+
+DATA = ROOT / "benchmarks" / "data" / "drink_requests.json"
+OTHERS = {"zh": ["我对花生过敏", "我是素食者"], "en": ["I'm allergic to peanuts", "I'm vegetarian"]}
+PEOPLE = 3
+"""People per language (each with one statement of the half)."""
+
+
+def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
+    from mneme.graph import build_graph
+    from mneme.home import open_home
+
+    data = json.loads(DATA.read_text())
+    requests = [r for r in data["requests"] if r["split"] == split]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mneme-drinks-") as tmp:
+        home = open_home(tmp)
+        try:
+            graph = build_graph(model="offline", checkpointer=home.checkpointer(), store=home.store)
+            turn = 0
+
+            def say(text: str, user: str) -> dict[str, Any]:
+                nonlocal turn
+                turn += 1
+                out: dict[str, Any] = graph.invoke(
+                    {"messages": [{"role": "user", "content": text}]},
+                    {"configurable": {"thread_id": f"{user}-{turn}"}},
+                    context={"user_id": user},
+                )
+                return out
+
+            for lang in ("zh", "en"):
+                said = [s for s in data["statements"] if s["split"] == split and s["lang"] == lang][:PEOPLE]
+                for n, statement in enumerate(said):
+                    user = f"{lang}-{n}"
+                    written = {w["id"] for w in say(statement["text"], user)["writes"] if w.get("id")}
+                    for text in OTHERS[lang]:
+                        say(text, user)
+                    for item in (r for r in requests if r["lang"] == lang):
+                        shown = {m.get("id") for m in say(item["text"], user)["memories"]}
+                        rows.append(
+                            {
+                                "statement": statement["text"],
+                                "stored": bool(written),
+                                "text": item["text"],
+                                "lang": lang,
+                                "alcohol": item["label"] == "alcohol",
+                                "shown": bool(written & shown),
+                            }
+                        )
+        finally:
+            home.close()
+    if verbose:
+        for r in rows:
+            if r["alcohol"] != r["shown"]:
+                print(json.dumps(r, ensure_ascii=False))
+    return score(rows)
+
+
+def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per language and overall: the statement's memory shown for alcohol requests, and for the others."""
+    out: dict[str, Any] = {}
+    for lang in ("zh", "en", "all"):
+        sel = [r for r in rows if lang == "all" or r["lang"] == lang]
+        found = [r for r in sel if r["alcohol"]]
+        other = [r for r in sel if not r["alcohol"]]
+        out[lang] = {
+            "people": len({r["statement"] for r in sel}),
+            "stored": sum(r["stored"] for r in {r["statement"]: r for r in sel}.values()),
+            "alcohol_requests": len(found),
+            "shown_when_alcohol": round(sum(r["shown"] for r in found) / len(found), 3) if found else None,
+            "other_requests": len(other),
+            "shown_otherwise": round(sum(r["shown"] for r in other) / len(other), 3) if other else None,
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", default="report", choices=["report", "tune"])
+    parser.add_argument("--verbose", action="store_true", help="print every miss")
+    parser.add_argument("--save", action="store_true", help="write benchmarks/results/drink_requests.json")
+    args = parser.parse_args()
+    result = run(args.split, args.verbose)
+    print(json.dumps(result, indent=1, ensure_ascii=False))
+    if args.save:
+        print(write_result(f"drink_requests_{args.split}", result))
+
+
+if __name__ == "__main__":
+    main()
