@@ -200,3 +200,41 @@ def test_news_of_a_move_and_a_new_job_in_one_message_replaces_both(memory: Memor
     current = [r.text for r in memory.get_all(user_id="u")]
     assert any("深圳南山" in t for t in current) and any("腾讯" in t for t in current)
     assert not any("广州" in t or "外企" in t or "告诉你个消息" in t for t in current)
+
+
+@pytest.mark.parametrize(
+    ("before", "message", "gone", "current"),
+    [
+        (
+            ["我住在杭州西湖区", "我在阿里巴巴上班"],
+            "跟你说下，我搬到上海了，工作也换了，现在在字节跳动",
+            ["杭州", "阿里巴巴"],
+            ["上海", "字节跳动"],
+        ),
+        (
+            ["I live in Austin", "I work at Dell", "I have a beagle named Rufus"],
+            "Big update: moved to Chicago, started at Google, and I eat meat again",
+            ["Austin", "Dell"],
+            ["Chicago", "Google", "Rufus"],
+        ),
+    ],
+)
+def test_one_message_that_changes_several_things_replaces_each(
+    memory: Memory, before: list[str], message: str, gone: list[str], current: list[str]
+) -> None:
+    # the job's change, said in pieces beside the move ("工作也换了，现在在字节跳动"), was lost and
+    # left the old employer current
+    for text in before:
+        memory.add(text, user_id="u")
+    memory.add(message, user_id="u")
+    now = " | ".join(r.text for r in memory.get_all(user_id="u") if r.kind != "episodic")
+    assert not any(old in now for old in gone), now
+    assert all(new in now for new in current), now
+
+
+def test_a_fragment_of_a_change_that_replaces_nothing_is_not_stored(memory: Memory) -> None:
+    memory.add("I live in Austin", user_id="u")
+    memory.add("moved to Chicago, started at Google", user_id="u")
+    texts = [r.text for r in memory.get_all(user_id="u") if r.kind != "episodic"]
+    assert not any(t.startswith("started at") for t in texts), texts  # no employer to replace
+    assert any("Chicago" in t for t in texts) and not any("Austin" in t for t in texts), texts

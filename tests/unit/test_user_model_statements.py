@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mneme.memory.extract import Candidate
-from mneme.memory.usermodel.statements import read_message, tag_aspect
+from mneme.memory.usermodel.heads import read_statements
+from mneme.memory.usermodel.statements import additive, read_message, tag_aspect
 
 
 @pytest.mark.parametrize(
@@ -360,3 +361,12 @@ def test_a_number_stays_in_the_clause_that_names_it(text: str) -> None:
     from mneme.memory.extract import clauses
 
     assert clauses(text) == [text]
+
+
+@pytest.mark.parametrize(
+    ("text", "changes"), [("车也卖了", True), ("工作也换了", True), ("芒果也过敏", False)]
+)
+def test_also_joins_changes_and_adds_facts(text: str, changes: bool) -> None:
+    # "也" in a list of changes ("车也卖了") was read as an addition, which revises nothing
+    [reading] = read_statements([text])
+    assert additive(reading) != changes

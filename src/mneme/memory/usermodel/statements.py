@@ -142,6 +142,17 @@ def adds_to(clause: str) -> bool:
     return bool(_ADDITIVE.search(clause))
 
 
+ADDITIVE_CHANGE = 0.7
+"""A statement with an additive word ("也", "also") still reads as a change when the `change` head
+reads it at least this surely: in a list of changes the word joins them ("工作也换了" 1.00, "咖啡也戒了"
+0.72, "车也卖了" 0.94), where an addition reads low ("芒果也过敏" 0.07, "周末也会去爬山" 0.24)."""
+
+
+def additive(reading: Reading) -> bool:
+    """Whether a statement adds to what was said before, and so revises nothing (`adds_to`, `ADDITIVE_CHANGE`)."""
+    return adds_to(reading.text) and reading.change < ADDITIVE_CHANGE
+
+
 def is_conditional(clause: str) -> bool:
     """Whether a clause says something under a condition ("如果我搬到上海的话…", "I get migraines if I skip lunch")."""
     return bool(_CONDITIONAL.search(clause))
@@ -251,7 +262,7 @@ def _new_candidate(reading: Reading, *, tentative: bool = False) -> Candidate:
         tags=["user_model"],
         aspect=aspect.key,
         constraint=constraint,
-        revises=reading.change >= REVISES and not adds_to(reading.text),
+        revises=reading.change >= REVISES and not additive(reading),
         change=_change(reading),
         near=reading.aspects,
         certainty=reading.aspect_p * (1.0 - reading.others),  # an aspect of the speaker's, if theirs
@@ -273,7 +284,7 @@ def _as_theirs(reading: Reading) -> Reading:
 
 def _change(reading: Reading) -> float:
     """The change probability a candidate carries: none for a statement that adds ("也", "also")."""
-    return 0.0 if adds_to(reading.text) else reading.change
+    return 0.0 if additive(reading) else reading.change
 
 
 def _changes_a_field(reading: Reading, clause: str) -> bool:
@@ -321,7 +332,7 @@ def _tagged(cand: Candidate, reading: Reading | None) -> Candidate:
         aspect=aspect.key,
         sensitivity=max(cand.sensitivity, sensitivity),
         constraint=cand.constraint or aspect.constraint or reading.constraint >= CONSTRAINT,
-        revises=cand.revises or (reading.change >= REVISES and not adds_to(reading.text)),
+        revises=cand.revises or (reading.change >= REVISES and not additive(reading)),
         change=max(cand.change, _change(reading)),
         near=reading.aspects,
         certainty=reading.aspect_p * (1.0 - reading.others) if others else reading.aspect_p,
@@ -487,7 +498,79 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
             new.extend(_statements(rest, reading, [reading]))
     out.extend(_tagged(c, read.get(c.evidence)) for i, c in enumerate(ruled) if i not in used)
     zh = bool(re.search(r"[\u4e00-\u9fff]", text))
-    return one_name(out) + _merge(new, zh)
+    said = one_name(out) + _merge(new, zh)
+    return said + _changes_beside(said, parts, pieces, read, zh)
+
+
+PIECE_CHANGE = 0.5
+"""A piece of a clause that no memory holds, and that reads as a change at least this surely
+(`change` head), is kept as a tentative change of its own (`_changes_beside`)."""
+
+
+def _changes_beside(
+    found: list[Candidate],
+    parts: list[str],
+    pieces: dict[str, list[str]],
+    read: dict[str, Reading],
+    zh: bool,
+) -> list[Candidate]:
+    """The changes a message states beside the memories read from it, as tentative candidates.
+
+    "跟你说下，我搬到上海了，工作也换了，现在在字节跳动": the new home is kept; "工作也换了" and
+    "现在在字节跳动" are no memory alone (too little, too unsure of its aspect), and were lost,
+    leaving the old employer current. Kept as one change (adjacent pieces of one area of life
+    read together), tentative: stored only where it replaces a memory the user has (the
+    `supersedes` head on the pair), never as a new fact from a fragment.
+    """
+    tax = taxonomy()
+    groups: list[list[Reading]] = []
+    clause_of: list[str] = []  # the clause each group was read in
+    for part in parts:
+        # what a memory holds as its own; a memory of the whole clause (a home with what was said
+        # around it, `in_context`) keeps its words, and a change in them of another part of life
+        # still replaces what it changes (one of its own part of life was judged with the whole)
+        whole = [c for c in found if c.text.strip() == part.strip()]
+        held = [t for c in found if c not in whole for t in (c.text, c.evidence) if t]
+        if len(pieces[part]) < 2 or not any(c.evidence and c.evidence in part for c in found):
+            continue  # a clause no memory came from was left for a reason (a question, a supposition)
+        last: str | None = None
+        for seg in pieces[part]:
+            r = read.get(seg)
+            if (
+                r is None
+                or any(seg in t or t in seg for t in held)
+                or r.aspect not in tax.aspects
+                or any(c.subject is None and tax.same_area(c.aspect, r.aspect) for c in whole)
+                or tax.instruction(r.aspect)  # "告诉你个消息" (0.65 a change) announces, it changes nothing
+                or _change(r) < PIECE_CHANGE
+                or is_question(seg)
+                or about_someone_else(seg)
+                or refers_back(seg)
+                or _HERE.search(seg)  # "been here about six years now" goes on about the home
+            ):
+                last = None
+                continue
+            # a piece of the same area goes on with the one before, as does one of no clear aspect
+            # ("工作也换了，现在在字节跳动": a company's name alone reads as anything, 0.10)
+            if last is not None and (tax.same_area(last, r.aspect) or r.aspect_p < SEPARATE_ASPECT):
+                groups[-1].append(r)
+            else:
+                groups.append([r])
+                clause_of.append(part)
+                last = r.aspect
+    if not groups:
+        return []
+    texts = [("，" if zh else ", ").join(r.text.strip() for r in g) for g in groups]
+    multi = [t for t, g in zip(texts, groups, strict=True) if len(g) > 1]
+    joined = dict(zip(multi, read_statements(multi), strict=True)) if multi else {}
+    out = []
+    for text, group, part in zip(texts, groups, clause_of, strict=True):
+        reading = joined.get(text, group[0])
+        if reading.aspect in tax.aspects and _change(reading) >= PIECE_CHANGE:
+            # read from the whole clause: what holds only for now is judged on all of it ("I'm
+            # fostering a kitten for two weeks and Max is so confused" replaces no dog named Max)
+            out.append(replace(_new_candidate(reading, tentative=True), evidence=part))
+    return out
 
 
 def _holds(text: str, part: str) -> bool:

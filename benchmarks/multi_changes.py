@@ -1,0 +1,102 @@
+"""Issue 11: one message that changes several things replaces each old value, and keeps the rest.
+
+The data (`benchmarks/data/multi_changes.json`) was written by a helper who read none of mneme's
+code: 120 users (60 zh, 60 en), each with 3 or 4 facts said in their own messages, then one
+message that changes 2 or 3 of them ("跟你说下，我搬到上海了，工作也换了，现在在字节跳动"). Halves
+by a hash of the message, fixed before tuning.
+
+Each user's messages go through `Memory.add` (the offline extractor) on the real embedded
+defaults. Counted per change: the new value current (in a current memory), the old value gone
+(in none), both (handled); per item, all its changes handled; and the facts that were not
+changed still current.
+
+Run: `python -m benchmarks.multi_changes [--split report|tune] [--verbose]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT, write_result
+
+DATA = ROOT / "benchmarks" / "data" / "multi_changes.json"
+
+
+def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
+    from mneme import Memory
+
+    items = [i for i in json.loads(DATA.read_text())["items"] if i["split"] == split]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mneme-multi-") as tmp, Memory.open(Path(tmp)) as memory:
+        for item in items:
+            user = item["id"]
+            for text in [*item["before"], item["message"]]:
+                memory.add(text, user_id=user)
+            current = [r.text for r in memory.get_all(user_id=user) if r.kind != "episodic"]
+            said = "\n".join(current).lower()
+            changes = [
+                {
+                    "new_current": not c["new"] or c["new"].lower() in said,
+                    "old_gone": c["old"].lower() not in said,
+                }
+                for c in item["changes"]
+            ]
+            rows.append(
+                {
+                    "id": user,
+                    "lang": item["lang"],
+                    "message": item["message"],
+                    "current": current,
+                    "changes": changes,
+                    "kept": [w.lower() in said for w in item["unchanged"]],
+                }
+            )
+    if verbose:
+        for r in rows:
+            if not all(c["new_current"] and c["old_gone"] for c in r["changes"]) or not all(r["kept"]):
+                print(json.dumps(r, ensure_ascii=False))
+    return score(rows)
+
+
+def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per language and overall: changes handled, new values current, old ones gone, the rest kept."""
+    out: dict[str, Any] = {}
+    for lang in ("zh", "en", "all"):
+        sel = [r for r in rows if lang == "all" or r["lang"] == lang]
+        changes = [c for r in sel for c in r["changes"]]
+        kept = [k for r in sel for k in r["kept"]]
+        out[lang] = {
+            "items": len(sel),
+            "changes": len(changes),
+            "handled": sum(c["new_current"] and c["old_gone"] for c in changes),
+            "new_current": sum(c["new_current"] for c in changes),
+            "old_gone": sum(c["old_gone"] for c in changes),
+            "items_all_handled": sum(
+                all(c["new_current"] and c["old_gone"] for c in r["changes"]) for r in sel
+            ),
+            "unchanged": len(kept),
+            "unchanged_kept": sum(kept),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", default="report", choices=["report", "tune"])
+    parser.add_argument("--verbose", action="store_true", help="print every item not fully handled")
+    parser.add_argument(
+        "--save", action="store_true", help="write benchmarks/results/multi_changes_<split>.json"
+    )
+    args = parser.parse_args()
+    result = run(args.split, args.verbose)
+    print(json.dumps(result, indent=1, ensure_ascii=False))
+    if args.save:
+        print(write_result(f"multi_changes_{args.split}", result))
+
+
+if __name__ == "__main__":
+    main()
