@@ -238,3 +238,29 @@ def test_a_fragment_of_a_change_that_replaces_nothing_is_not_stored(memory: Memo
     texts = [r.text for r in memory.get_all(user_id="u") if r.kind != "episodic"]
     assert not any(t.startswith("started at") for t in texts), texts  # no employer to replace
     assert any("Chicago" in t for t in texts) and not any("Austin" in t for t in texts), texts
+
+
+@pytest.mark.parametrize(
+    ("limit", "asks"),
+    [
+        (
+            "我这人滴酒不沾的。",
+            [
+                "下个月去青岛，想逛逛啤酒博物馆和几家精酿馆，帮我排个行程。",
+                "公司年会要我上台敬一圈，帮我准备几句祝酒词。",
+            ],
+        ),
+        (
+            "I don't touch alcohol, never have.",
+            ["Planning a trip to Napa next month, can you suggest some wineries?"],
+        ),
+    ],
+)
+def test_a_request_never_replaces_what_the_user_said_of_themself(
+    memory: Memory, limit: str, asks: list[str]
+) -> None:
+    # a new user's requests, each read as of alcohol, replaced the limit one after the other
+    kept = memory.add(limit, user_id="u")[0]
+    for text in asks:
+        assert "SUPERSEDE" not in [c.operation for c in memory.add(text, user_id="u")], text
+    assert kept.id in {r.id for r in memory.get_all(user_id="u")}

@@ -124,6 +124,9 @@ class Reading:
     """Probability that a conditional sentence supposes, plans, wishes or asks ("If I move to Berlin
     next year, which area?", "要是我中了彩票…") rather than tells how the speaker is ("If I have
     coffee after 2pm, I'm awake until 3am"); read on conditionals only (`statements.supposes`)."""
+    request: float = 0.0
+    """Probability that it asks the assistant for something ("帮我准备几句祝酒词", "can you suggest
+    some wineries?") rather than tells something about the speaker."""
 
 
 def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> list[Reading]:
@@ -158,6 +161,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
     others = 1.0 - HEADS["whose"].prob(vecs, "self")
     correction = HEADS["correction"].prob(vecs, "yes")
     supposition = HEADS["supposition"].prob(vecs, "yes")
+    request = HEADS["request"].prob(vecs, "yes")
     areas = [tax.aspects[a].area if a in tax.aspects else a for a in aspect_head.labels]
     out = []
     for i, text in enumerate(texts):
@@ -181,6 +185,7 @@ def read_statements(texts: Sequence[str], vectors: np.ndarray | None = None) -> 
                 about=about,
                 area_p=area_p,
                 supposition=float(supposition[i]),
+                request=float(request[i]),
             )
         )
     return out

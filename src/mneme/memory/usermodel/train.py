@@ -43,6 +43,7 @@ L2 = {
     "supposition": 1e-4,
     "standing": 1e-4,
     "passing": 1e-4,
+    "request": 1e-4,
 }
 """Weight decay per head (chosen by the cross-validated accuracy the script prints)."""
 L2_PAIRS = 1e-4
@@ -211,6 +212,22 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             [c["text"] for c in corrections] + corrected_not,
             ["yes" if c["label"] == "correction" else "no" for c in corrections]
             + ["no"] * len(corrected_not),
+            "passage",
+        ),
+        "request": (  # does a line ask the assistant for something, or tell about the speaker
+            [r["text"] for r in domain_requests]
+            + [s["text"] for s in statements]
+            + [s["text"] for s in data.get("short_statements", [])]
+            + [p["text"] for p in data.get("passing_lines", [])]
+            + [c["text"] for c in data.get("conditionals", []) if c["label"] == "fact"],
+            ["yes"] * len(domain_requests)
+            + ["no"]
+            * (
+                len(statements)
+                + len(data.get("short_statements", []))
+                + len(data.get("passing_lines", []))
+                + sum(c["label"] == "fact" for c in data.get("conditionals", []))
+            ),
             "passage",
         ),
         "supposition": (  # does a conditional sentence suppose, or tell how the speaker is
