@@ -589,9 +589,10 @@ def _changes_beside(
                 r is None
                 or any(seg in t or t in seg for t in held)
                 or r.aspect not in tax.aspects
-                # (of the whole clause's memory unless clearly of another part of life: "Quit my job
-                # at the bank" reads 0.35 as finance beside "I'm teaching high school math now")
-                or (whole and r.aspect_p < SEPARATE_ASPECT)
+                # (of a statement of the whole clause unless clearly of another part of life: "Quit
+                # my job at the bank" reads 0.35 as finance beside "I'm teaching high school math
+                # now"; a field's clause holds only its circumstances: "工作也换了" beside a move)
+                or any(c.subject is None and r.aspect_p < SEPARATE_ASPECT for c in whole)
                 or any(tax.same_area(c.aspect, r.aspect) for c in whole)
                 or tax.instruction(r.aspect)  # "告诉你个消息" (0.65 a change) announces, it changes nothing
                 or _change(r) < PIECE_CHANGE
