@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import itertools
 import json
 import os
 import platform
@@ -117,6 +119,24 @@ def run_half(
     write_result(f"{name}_{args.split}", result)
 
 
+def by_language(rows: list[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """The rows of each language (`lang`), then all of them: ("zh", …), ("en", …), ("all", …)."""
+    for lang in ("zh", "en", "all"):
+        yield lang, [r for r in rows if lang == "all" or r["lang"] == lang]
+
+
+def print_misses(rows: list[dict[str, Any]], missed: Callable[[dict[str, Any]], bool]) -> None:
+    """Print each row a benchmark got wrong, one JSON line each (`--verbose`)."""
+    for row in rows:
+        if missed(row):
+            print(json.dumps(row, ensure_ascii=False))
+
+
+def rate(hits: int, total: int) -> float | None:
+    """`hits / total` to three places; None when there is nothing to count."""
+    return round(hits / total, 3) if total else None
+
+
 def labelled(path: Path, split: str, outside_all: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The items of one half of a labelled set (its `items`, each with its `half`).
 
@@ -151,6 +171,35 @@ def said_alone(
             user = f"u{n}"
             memory.add([{"role": "user", "content": item["text"]}], user_id=user, session_id="s")
             yield item, memory.get_all(user_id=user)
+
+
+@contextlib.contextmanager
+def new_sessions(name: str) -> Iterator[Callable[[str, str], dict[str, Any]]]:
+    """`say(text, user)`: one turn through the graph on the embedded defaults, each in a new session.
+
+    One home (a temporary folder named after `name`) and the offline model for the whole set;
+    `say` returns the turn's output state (`memories`, `prompt`, `writes`).
+    """
+    from mneme.graph import build_graph
+    from mneme.home import open_home
+
+    with tempfile.TemporaryDirectory(prefix=f"mneme-{name}-") as tmp:
+        home = open_home(tmp)
+        try:
+            graph = build_graph(model="offline", checkpointer=home.checkpointer(), store=home.store)
+            turns = itertools.count(1)
+
+            def say(text: str, user: str) -> dict[str, Any]:
+                out: dict[str, Any] = graph.invoke(
+                    {"messages": [{"role": "user", "content": text}]},
+                    {"configurable": {"thread_id": f"{user}-{next(turns)}"}},
+                    context={"user_id": user},
+                )
+                return out
+
+            yield say
+        finally:
+            home.close()
 
 
 def kept_shares(

@@ -12,17 +12,15 @@ defaults; each asks every request of the half in their language, each in a new s
 alcohol requests whose memory block holds the memory written from the statement (found), other
 requests whose block holds it (noise).
 
-Run: `python -m benchmarks.drink_requests [--split report|tune] [--verbose]`.
+Run: `python -m benchmarks.drink_requests [--split report|tune|all] [--verbose]`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import tempfile
 from typing import Any
 
-from benchmarks.common import ROOT, write_result
+from benchmarks.common import ROOT, by_language, new_sessions, print_misses, rate, run_half
 
 DATA = ROOT / "benchmarks" / "data" / "drink_requests.json"
 OTHERS = {"zh": ["我对花生过敏", "我是素食者"], "en": ["I'm allergic to peanuts", "I'm vegetarian"]}
@@ -31,84 +29,54 @@ PEOPLE = 3
 
 
 def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
-    from mneme.graph import build_graph
-    from mneme.home import open_home
-
     data = json.loads(DATA.read_text())
-    requests = [r for r in data["requests"] if r["split"] == split]
+    chosen = ("tune", "report") if split == "all" else (split,)
+    requests = [r for r in data["requests"] if r["split"] in chosen]
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="mneme-drinks-") as tmp:
-        home = open_home(tmp)
-        try:
-            graph = build_graph(model="offline", checkpointer=home.checkpointer(), store=home.store)
-            turn = 0
-
-            def say(text: str, user: str) -> dict[str, Any]:
-                nonlocal turn
-                turn += 1
-                out: dict[str, Any] = graph.invoke(
-                    {"messages": [{"role": "user", "content": text}]},
-                    {"configurable": {"thread_id": f"{user}-{turn}"}},
-                    context={"user_id": user},
-                )
-                return out
-
-            for lang in ("zh", "en"):
-                said = [s for s in data["statements"] if s["split"] == split and s["lang"] == lang][:PEOPLE]
-                for n, statement in enumerate(said):
-                    user = f"{lang}-{n}"
-                    written = {w["id"] for w in say(statement["text"], user)["writes"] if w.get("id")}
-                    for text in OTHERS[lang]:
-                        say(text, user)
-                    for item in (r for r in requests if r["lang"] == lang):
-                        shown = {m.get("id") for m in say(item["text"], user)["memories"]}
-                        rows.append(
-                            {
-                                "statement": statement["text"],
-                                "stored": bool(written),
-                                "text": item["text"],
-                                "lang": lang,
-                                "alcohol": item["label"] == "alcohol",
-                                "shown": bool(written & shown),
-                            }
-                        )
-        finally:
-            home.close()
+    with new_sessions("drinks") as say:
+        for lang in ("zh", "en"):
+            said = [s for s in data["statements"] if s["split"] in chosen and s["lang"] == lang][:PEOPLE]
+            for n, statement in enumerate(said):
+                user = f"{lang}-{n}"
+                written = {w["id"] for w in say(statement["text"], user)["writes"] if w.get("id")}
+                for text in OTHERS[lang]:
+                    say(text, user)
+                for item in (r for r in requests if r["lang"] == lang):
+                    shown = {m.get("id") for m in say(item["text"], user)["memories"]}
+                    rows.append(
+                        {
+                            "statement": statement["text"],
+                            "stored": bool(written),
+                            "text": item["text"],
+                            "lang": lang,
+                            "alcohol": item["label"] == "alcohol",
+                            "shown": bool(written & shown),
+                        }
+                    )
     if verbose:
-        for r in rows:
-            if r["alcohol"] != r["shown"]:
-                print(json.dumps(r, ensure_ascii=False))
+        print_misses(rows, lambda r: r["alcohol"] != r["shown"])
     return score(rows)
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per language and overall: the statement's memory shown for alcohol requests, and for the others."""
     out: dict[str, Any] = {}
-    for lang in ("zh", "en", "all"):
-        sel = [r for r in rows if lang == "all" or r["lang"] == lang]
+    for lang, sel in by_language(rows):
         found = [r for r in sel if r["alcohol"]]
         other = [r for r in sel if not r["alcohol"]]
         out[lang] = {
             "people": len({r["statement"] for r in sel}),
             "stored": sum(r["stored"] for r in {r["statement"]: r for r in sel}.values()),
             "alcohol_requests": len(found),
-            "shown_when_alcohol": round(sum(r["shown"] for r in found) / len(found), 3) if found else None,
+            "shown_when_alcohol": rate(sum(r["shown"] for r in found), len(found)),
             "other_requests": len(other),
-            "shown_otherwise": round(sum(r["shown"] for r in other) / len(other), 3) if other else None,
+            "shown_otherwise": rate(sum(r["shown"] for r in other), len(other)),
         }
     return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--split", default="report", choices=["report", "tune"])
-    parser.add_argument("--verbose", action="store_true", help="print every miss")
-    parser.add_argument("--save", action="store_true", help="write benchmarks/results/drink_requests.json")
-    args = parser.parse_args()
-    result = run(args.split, args.verbose)
-    print(json.dumps(result, indent=1, ensure_ascii=False))
-    if args.save:
-        print(write_result(f"drink_requests_{args.split}", result))
+    run_half("drink_requests", __doc__, run)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import tempfile
 from typing import Any
 
-from benchmarks.common import ROOT, write_result
+from benchmarks.common import ROOT, by_language, new_sessions, print_misses, rate, write_result
 
 DATA = ROOT / "benchmarks" / "data" / "local_requests.json"
 PEOPLE = {
@@ -35,69 +34,43 @@ HOME = {"zh": "成都", "en": "Denver"}
 
 
 def run(verbose: bool = False) -> dict[str, Any]:
-    from mneme.graph import build_graph
-    from mneme.home import open_home
     from mneme.tokens import counter_for
 
     items = json.loads(DATA.read_text())["items"]
     counter = counter_for("offline")
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="mneme-local-") as tmp:
-        home = open_home(tmp)
-        try:
-            graph = build_graph(model="offline", checkpointer=home.checkpointer(), store=home.store)
-            turn = 0
-
-            def say(text: str, user: str) -> dict[str, Any]:
-                nonlocal turn
-                turn += 1
-                out: dict[str, Any] = graph.invoke(
-                    {"messages": [{"role": "user", "content": text}]},
-                    {"configurable": {"thread_id": f"{user}-{turn}"}},
-                    context={"user_id": user},
-                )
-                return out
-
-            for lang, (where, others) in PEOPLE.items():
-                for text in (where, *others):
-                    say(text, lang)
-            for item in items:
-                out = say(item["text"], item["lang"])
-                block = str(out["prompt"].get("memory_block", ""))
-                rows.append(
-                    {
-                        "text": item["text"],
-                        "lang": item["lang"],
-                        "local": item["local"],
-                        "home_shown": HOME[item["lang"]] in block,
-                        "tokens": counter.count(block) if block else 0,
-                    }
-                )
-        finally:
-            home.close()
+    with new_sessions("local") as say:
+        for lang, (where, others) in PEOPLE.items():
+            for text in (where, *others):
+                say(text, lang)
+        for item in items:
+            out = say(item["text"], item["lang"])
+            block = str(out["prompt"].get("memory_block", ""))
+            rows.append(
+                {
+                    "text": item["text"],
+                    "lang": item["lang"],
+                    "local": item["local"],
+                    "home_shown": HOME[item["lang"]] in block,
+                    "tokens": counter.count(block) if block else 0,
+                }
+            )
     if verbose:
-        for r in rows:
-            if r["local"] != r["home_shown"]:
-                print(json.dumps(r, ensure_ascii=False))
+        print_misses(rows, lambda r: r["local"] != r["home_shown"])
     return score(rows)
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per language and overall: home shown for local requests, and for the others."""
     out: dict[str, Any] = {}
-    for lang in ("zh", "en", "all"):
-        sel = [r for r in rows if lang == "all" or r["lang"] == lang]
+    for lang, sel in by_language(rows):
         local = [r for r in sel if r["local"]]
         other = [r for r in sel if not r["local"]]
         out[lang] = {
             "local_requests": len(local),
-            "home_shown_when_local": round(sum(r["home_shown"] for r in local) / len(local), 3)
-            if local
-            else None,
+            "home_shown_when_local": rate(sum(r["home_shown"] for r in local), len(local)),
             "other_requests": len(other),
-            "home_shown_otherwise": round(sum(r["home_shown"] for r in other) / len(other), 3)
-            if other
-            else None,
+            "home_shown_otherwise": rate(sum(r["home_shown"] for r in other), len(other)),
             "mean_tokens": round(statistics.mean(r["tokens"] for r in sel), 1) if sel else None,
         }
     return out

@@ -10,18 +10,17 @@ defaults. Counted per change: the new value current (in a current memory), the o
 (in none), both (handled); per item, all its changes handled; and the facts that were not
 changed still current.
 
-Run: `python -m benchmarks.multi_changes [--split report|tune] [--verbose]`.
+Run: `python -m benchmarks.multi_changes [--split report|tune|all] [--verbose]`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, write_result
+from benchmarks.common import ROOT, by_language, print_misses, run_half
 
 DATA = ROOT / "benchmarks" / "data" / "multi_changes.json"
 
@@ -29,7 +28,8 @@ DATA = ROOT / "benchmarks" / "data" / "multi_changes.json"
 def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
     from mneme import Memory
 
-    items = [i for i in json.loads(DATA.read_text())["items"] if i["split"] == split]
+    chosen = ("tune", "report") if split == "all" else (split,)
+    items = [i for i in json.loads(DATA.read_text())["items"] if i["split"] in chosen]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mneme-multi-") as tmp, Memory.open(Path(tmp)) as memory:
         for item in items:
@@ -56,17 +56,17 @@ def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
                 }
             )
     if verbose:
-        for r in rows:
-            if not all(c["new_current"] and c["old_gone"] for c in r["changes"]) or not all(r["kept"]):
-                print(json.dumps(r, ensure_ascii=False))
+        print_misses(
+            rows,
+            lambda r: not all(c["new_current"] and c["old_gone"] for c in r["changes"]) or not all(r["kept"]),
+        )
     return score(rows)
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per language and overall: changes handled, new values current, old ones gone, the rest kept."""
     out: dict[str, Any] = {}
-    for lang in ("zh", "en", "all"):
-        sel = [r for r in rows if lang == "all" or r["lang"] == lang]
+    for lang, sel in by_language(rows):
         changes = [c for r in sel for c in r["changes"]]
         kept = [k for r in sel for k in r["kept"]]
         out[lang] = {
@@ -85,17 +85,7 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--split", default="report", choices=["report", "tune"])
-    parser.add_argument("--verbose", action="store_true", help="print every item not fully handled")
-    parser.add_argument(
-        "--save", action="store_true", help="write benchmarks/results/multi_changes_<split>.json"
-    )
-    args = parser.parse_args()
-    result = run(args.split, args.verbose)
-    print(json.dumps(result, indent=1, ensure_ascii=False))
-    if args.save:
-        print(write_result(f"multi_changes_{args.split}", result))
+    run_half("multi_changes", __doc__, run)
 
 
 if __name__ == "__main__":
