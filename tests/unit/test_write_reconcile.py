@@ -218,7 +218,8 @@ def test_news_of_ones_life_never_revises_an_instruction_to_the_assistant(
 ) -> None:
     with Memory.open(tmp_path) as memory:
         kept = memory.add(instruction, user_id="u")[0]
-        assert [c.operation for c in memory.add(news, user_id="u")] == ["ADD"]
+        done = [c.operation for c in memory.add(news, user_id="u")]
+        assert "ADD" in done and not {"SUPERSEDE", "DELETE"} & set(done), done  # (a piece may NOOP)
         assert kept.id in {r.id for r in memory.get_all(user_id="u")}
 
 

@@ -21,6 +21,7 @@ from mneme.memory.extract import (
 )
 from mneme.memory.gist import filler_only_difference
 from mneme.memory.record import normalize_text
+from mneme.memory.redact import redact_text
 from mneme.memory.terms import terms
 from mneme.memory.usermodel.heads import Reading, outsider_of, read_statements
 from mneme.memory.usermodel.names import spoken_names
@@ -576,10 +577,17 @@ def _changes_beside(
         # what a memory holds as its own; a memory of the whole clause (a home with what was said
         # around it, `in_context`) keeps its words, and a change in them of another part of life
         # still replaces what it changes (one of its own part of life was judged with the whole)
-        whole = [c for c in found if c.text.strip() == part.strip()]
+        whole = [
+            c
+            for c in found
+            if part.strip() in (c.text.strip(), (c.evidence or "").strip())
+            and (c.subject is None or c.subject in CONTEXT_FIELDS)  # (not a phone said with its news)
+        ]
         held = [t for c in found if c not in whole for t in (c.text, c.evidence) if t]
         if len(pieces[part]) < 2 or not any(c.evidence and c.evidence in part for c in found):
             continue  # a clause no memory came from was left for a reason (a question, a supposition)
+        if redact_text(part) != part:
+            continue  # "手机换号了，新号码是…": news of personal data is about that data (`write.replaceable`)
         if any((r := read.get(seg)) is not None and asks(r) for seg in pieces[part]):
             continue  # "下个月去青岛，…，帮我排个行程": what a request tells is its setting, no change
         last: str | None = None
@@ -589,10 +597,6 @@ def _changes_beside(
                 r is None
                 or any(seg in t or t in seg for t in held)
                 or r.aspect not in tax.aspects
-                # (of a statement of the whole clause unless clearly of another part of life: "Quit
-                # my job at the bank" reads 0.35 as finance beside "I'm teaching high school math
-                # now"; a field's clause holds only its circumstances: "工作也换了" beside a move)
-                or any(c.subject is None and r.aspect_p < SEPARATE_ASPECT for c in whole)
                 or any(tax.same_area(c.aspect, r.aspect) for c in whole)
                 or tax.instruction(r.aspect)  # "告诉你个消息" (0.65 a change) announces, it changes nothing
                 or _change(r) < PIECE_CHANGE
