@@ -369,3 +369,16 @@ def test_also_joins_changes_and_adds_facts(text: str, changes: bool) -> None:
     # "也" in a list of changes ("车也卖了") was read as an addition, which revises nothing
     [reading] = read_statements([text])
     assert additive(reading) != changes
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "asked"),
+    [
+        ("我吃素，帮我找家餐厅", "我吃素", "餐厅"),
+        ("I'm vegan, can you suggest a few dinner recipes?", "vegan", "recipes"),
+    ],
+)
+def test_what_a_request_asks_is_taken_out_and_the_rest_kept(text: str, kept: str, asked: str) -> None:
+    # the words that ask are no part of the asker's fact, which is still kept
+    texts = [c.text for c in read_message(text) if c.aspect]
+    assert any(kept in t for t in texts) and not any(asked in t for t in texts), texts

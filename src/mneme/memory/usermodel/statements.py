@@ -538,11 +538,7 @@ def _unasked(
     asking = [s for s in segs if s in said and (r := read.get(s)) is not None and asks(r)]
     if not asking:
         return [cand]
-    rest = (
-        "，".join(s.strip() for s in segs if s in said and s not in asking)
-        if is_chinese(said)
-        else ", ".join(s.strip() for s in segs if s in said and s not in asking)
-    )
+    rest = ("，" if is_chinese(said) else ", ").join(s.strip() for s in segs if s in said and s not in asking)
     if not rest:
         return []
     [reading] = read_statements([rest])
@@ -577,6 +573,12 @@ def _changes_beside(
         # what a memory holds as its own; a memory of the whole clause (a home with what was said
         # around it, `in_context`) keeps its words, and a change in them of another part of life
         # still replaces what it changes (one of its own part of life was judged with the whole)
+        if len(pieces[part]) < 2 or not any(c.evidence and c.evidence in part for c in found):
+            continue  # a clause no memory came from was left for a reason (a question, a supposition)
+        if any((r := read.get(seg)) is not None and asks(r) for seg in pieces[part]):
+            continue  # "下个月去青岛，…，帮我排个行程": what a request tells is its setting, no change
+        if redact_text(part) != part:
+            continue  # "手机换号了，新号码是…": news of personal data is about that data (`write.replaceable`)
         whole = [
             c
             for c in found
@@ -584,12 +586,6 @@ def _changes_beside(
             and (c.subject is None or c.subject in CONTEXT_FIELDS)  # (not a phone said with its news)
         ]
         held = [t for c in found if c not in whole for t in (c.text, c.evidence) if t]
-        if len(pieces[part]) < 2 or not any(c.evidence and c.evidence in part for c in found):
-            continue  # a clause no memory came from was left for a reason (a question, a supposition)
-        if redact_text(part) != part:
-            continue  # "手机换号了，新号码是…": news of personal data is about that data (`write.replaceable`)
-        if any((r := read.get(seg)) is not None and asks(r) for seg in pieces[part]):
-            continue  # "下个月去青岛，…，帮我排个行程": what a request tells is its setting, no change
         last: str | None = None
         for seg in pieces[part]:
             r = read.get(seg)

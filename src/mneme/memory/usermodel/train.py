@@ -144,6 +144,13 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
     none = [n["text"] if isinstance(n, dict) else str(n) for n in data["none"]]
     none += [r["text"] for r in data["requests"]]  # a request says nothing lasting about its asker
     domain_requests = data["requests"] + data.get("domain_requests", [])
+    # what a speaker tells of themself, against what a request asks (the `request` head)
+    told = (
+        [s["text"] for s in statements]
+        + [s["text"] for s in data.get("short_statements", [])]
+        + [p["text"] for p in data.get("passing_lines", [])]
+        + [c["text"] for c in data.get("conditionals", []) if c["label"] == "fact"]
+    )
     short = [s["text"] for s in data.get("short_statements", [])]  # memorable, with no aspect label
     # what is true of the speaker's family is worth keeping ("老婆不吃辣"), a passing remark is not
     short += [w["text"] for w in data.get("whose", []) if w["whose"] in MEMORABLE_WHOSE]
@@ -215,19 +222,8 @@ def datasets(data: dict[str, Any]) -> dict[str, tuple[list[str], list[str], str]
             "passage",
         ),
         "request": (  # does a line ask the assistant for something, or tell about the speaker
-            [r["text"] for r in domain_requests]
-            + [s["text"] for s in statements]
-            + [s["text"] for s in data.get("short_statements", [])]
-            + [p["text"] for p in data.get("passing_lines", [])]
-            + [c["text"] for c in data.get("conditionals", []) if c["label"] == "fact"],
-            ["yes"] * len(domain_requests)
-            + ["no"]
-            * (
-                len(statements)
-                + len(data.get("short_statements", []))
-                + len(data.get("passing_lines", []))
-                + sum(c["label"] == "fact" for c in data.get("conditionals", []))
-            ),
+            [r["text"] for r in domain_requests] + told,
+            ["yes"] * len(domain_requests) + ["no"] * len(told),
             "passage",
         ),
         "supposition": (  # does a conditional sentence suppose, or tell how the speaker is
