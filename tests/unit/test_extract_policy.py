@@ -76,6 +76,8 @@ def test_how_long_a_stay_lasts_is_no_home(text: str, home: str | None) -> None:
         ("大家好，我是王磊", "王磊"),  # 我是 + a surname and a given name
         ("你好呀～本人孙悦，95后程序员", "孙悦"),
         ("我是江苏人", None),  # what the speaker is, not who
+        ("我是穆斯林，不喝酒的。", None),  # a surname's character, but a word the dictionary holds
+        ("我是钟表匠，在苏州", None),
         ("我是高中生，想学编程", None),
         ("我是小白", None),
         ("平时大家都叫我Kevin", "Kevin"),

@@ -12,7 +12,7 @@ from typing import Literal
 from mneme.classifier import data_path
 from mneme.memory.record import Kind
 from mneme.memory.redact import values_in
-from mneme.memory.terms import terms
+from mneme.memory.terms import dictionary_tag, terms
 from mneme.memory.when import EN_TIME, ZH_TIME, resolve
 
 Action = Literal["add", "correct", "forget"]
@@ -604,8 +604,14 @@ def _en_full_name(text: str) -> bool:
 
 
 def _zh_full_name(text: str) -> bool:
-    """A surname and a given name, not what one is (我是江苏人, 我是高中生)."""
-    return zh_name(text) and text[0] not in "小阿老" and text[-1] not in _ROLE_ENDS
+    """A surname and a given name, not what one is (我是江苏人, 我是高中生).
+
+    Nor a word jieba's dictionary holds as no person's name: 我是穆斯林.
+    """
+    if not zh_name(text) or text[0] in "小阿老" or text[-1] in _ROLE_ENDS:
+        return False
+    tag = dictionary_tag(text)
+    return tag is None or tag.startswith("nr")
 
 
 def name_candidate(text: str, name: str, evidence: str, *, called: bool) -> Candidate:

@@ -84,6 +84,19 @@ def _cut(text: str) -> list[str]:
     return words
 
 
+def dictionary_tag(word: str) -> str | None:
+    """The part of speech jieba's dictionary gives a whole Chinese word, None if it holds no such word.
+
+    "穆斯林" is `nz` (a proper noun that names no person), "钟表匠" `n`, "林黛玉" `nr` (a person);
+    a name no dictionary holds ("张雨婷") gives None.
+    """
+    _cut("")  # (loads jieba)
+    import jieba.posseg
+
+    tag: str | None = jieba.posseg.dt.word_tag_tab.get(word)
+    return tag
+
+
 def _english(words: list[str]) -> list[str]:
     """Stems of the words that carry meaning ("caroline's" gives "carolin" and a dropped "s")."""
     kept = [w for w in words if w not in EN_STOP]
