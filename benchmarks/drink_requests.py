@@ -3,8 +3,10 @@
 The data (`benchmarks/data/drink_requests.json`) was written by a helper who read none of mneme's
 code: 24 ways of saying one does not drink, 160 requests whose good answer involves alcoholic
 drinks (a wine to pair with a steak, beer for a barbecue, 敬酒 at a banquet, a brewery tour), and
-120 look-alikes whose answer does not (a recipe, takeout, tea). Halves by a hash of each text,
-fixed before tuning; the tuning half's requests train the request-domain head.
+120 look-alikes whose answer does not (a recipe, takeout, tea); then a second helper 400 more
+(`round` 2: 260 look-alikes such as milk tea, cold brew and kids' parties, and 140 sideways
+alcohol requests). Halves by a hash of each text, fixed before tuning; the tuning half's requests
+train the request-domain head.
 
 For each half, up to three people per language each say one of its statements, then "allergic to
 peanuts" and "vegetarian", each in its own session, through the graph on the real embedded
@@ -51,6 +53,7 @@ def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
                             "lang": lang,
                             "alcohol": item["label"] == "alcohol",
                             "shown": bool(written & shown),
+                            "round": item.get("round", 1),
                         }
                     )
     if verbose:
@@ -59,20 +62,26 @@ def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
 
 
 def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per language and overall: the statement's memory shown for alcohol requests, and for the others."""
+    """Per language and overall, and per round of the data: the memory shown for alcohol requests and others."""
     out: dict[str, Any] = {}
     for lang, sel in by_language(rows):
-        found = [r for r in sel if r["alcohol"]]
-        other = [r for r in sel if not r["alcohol"]]
-        out[lang] = {
-            "people": len({r["statement"] for r in sel}),
-            "stored": sum(r["stored"] for r in {r["statement"]: r for r in sel}.values()),
-            "alcohol_requests": len(found),
-            "shown_when_alcohol": rate(sum(r["shown"] for r in found), len(found)),
-            "other_requests": len(other),
-            "shown_otherwise": rate(sum(r["shown"] for r in other), len(other)),
-        }
+        out[lang] = _score(sel)
+        for written in sorted({r["round"] for r in sel}):
+            out[lang][f"round_{written}"] = _score([r for r in sel if r["round"] == written])
     return out
+
+
+def _score(sel: list[dict[str, Any]]) -> dict[str, Any]:
+    found = [r for r in sel if r["alcohol"]]
+    other = [r for r in sel if not r["alcohol"]]
+    return {
+        "people": len({r["statement"] for r in sel}),
+        "stored": sum(r["stored"] for r in {r["statement"]: r for r in sel}.values()),
+        "alcohol_requests": len(found),
+        "shown_when_alcohol": rate(sum(r["shown"] for r in found), len(found)),
+        "other_requests": len(other),
+        "shown_otherwise": rate(sum(r["shown"] for r in other), len(other)),
+    }
 
 
 def main() -> None:
