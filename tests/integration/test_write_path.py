@@ -254,6 +254,7 @@ def test_a_fragment_of_a_change_that_replaces_nothing_is_not_stored(memory: Memo
             "I don't touch alcohol, never have.",
             ["Planning a trip to Napa next month, can you suggest some wineries?"],
         ),
+        ("我是穆斯林，不喝酒的。", ["周五下班想去喝一杯放松下，杭州哪里好"]),  # a plan asked about
     ],
 )
 def test_a_request_never_replaces_what_the_user_said_of_themself(
@@ -264,3 +265,27 @@ def test_a_request_never_replaces_what_the_user_said_of_themself(
     for text in asks:
         assert "SUPERSEDE" not in [c.operation for c in memory.add(text, user_id="u")], text
     assert kept.id in {r.id for r in memory.get_all(user_id="u")}
+
+
+@pytest.mark.parametrize(
+    ("before", "change", "old"),
+    [
+        (
+            "I'm an accountant at Deloitte.",
+            "Left Deloitte for a small firm.",
+            "Works as a accountant at Deloitte",
+        ),
+        ("I have a Honda Civic.", "Sold the Civic, I take the bus now.", "I have a Honda Civic."),
+    ],
+)
+def test_a_change_of_the_very_thing_a_memory_holds_replaces_it(
+    memory: Memory, before: str, change: str, old: str
+) -> None:
+    # the pair head alone read "Left Deloitte for a small firm." against the old job at 0.48, and
+    # both stayed current
+    memory.add(before, user_id="u")
+    memory.add("I live in Leeds", user_id="u")
+    memory.add(change, user_id="u")
+    now = [r.text for r in memory.get_all(user_id="u")]
+    assert old not in now and any(change.rstrip(".") in t for t in now), now
+    assert "Lives in Leeds" in now, now

@@ -176,6 +176,15 @@ TENTATIVE_SUPERSEDES = 0.7
 only at this `supersedes` probability, whatever the rules below allow: "今晚在家做饭，给我们俩出个菜单"
 (a request, 0.24 memorable) replaced "我老公是四川人，无辣不欢" at 0.55. Neutral on the tuning half's
 change pairs and preference homes (docs/benchmarks.md)."""
+SAME_THING = 0.95
+"""Calibrated relevance at which a statement read as a change (`CHANGE_NEAR`) speaks of the very
+thing a memory holds ("奶茶戒了！" and "我每天喝两杯奶茶。" 0.96, "Left Deloitte for a small firm."
+and "Works as a accountant at Deloitte" 0.99): it replaces that memory where the pair reads at
+least `SUPERSEDES_SAME_THING`, and before any other the pair reads more surely ("在长沙待久了现在
+无辣不欢" revises "不吃辣", not "我在长沙读大学")..."""
+SUPERSEDES_SAME_THING = 0.45
+"""...however little the clause reads as a statement (a tentative one too): the pair head alone
+reads those two at 0.60 and 0.48."""
 PASSING = 0.75
 """A statement the `passing` head reads at least this surely as true only for now or once (a
 trip, a treat, a week off with a cold) replaces nothing and keys no field: "这周在上海出差，周五回去"
@@ -896,13 +905,15 @@ class Writer:
         if not olds or (not asserted and passing([cand.evidence or text])[0] >= PASSING):
             return None  # (a trip, a treat, a week off: true for now, it replaces nothing)
         chance = supersedes([old.text for old, _, _ in olds], text)
-        best: tuple[bool, float, MemoryRecord] | None = None
+        best: tuple[bool, bool, float, MemoryRecord] | None = None
         for (old, near, rel), p in zip(olds, chance, strict=True):
             same = old.aspect == cand.aspect
-            if cand.tentative and p < TENTATIVE_SUPERSEDES:
+            thing = rel >= SAME_THING and change >= CHANGE_NEAR and p >= SUPERSEDES_SAME_THING
+            if cand.tentative and p < TENTATIVE_SUPERSEDES and not thing:
                 continue
             fits = (
-                (same and p >= SUPERSEDES_ASPECT)
+                thing
+                or (same and p >= SUPERSEDES_ASPECT)
                 or (near and p >= SUPERSEDES_NEAR and change >= CHANGE_NEAR)
                 or (same and (cand.revises or asserted) and p >= SUPERSEDES_SAME and change >= CHANGE_FAR)
                 or (
@@ -914,10 +925,10 @@ class Writer:
             )
             # a memory of the statement's own aspect goes first: "现在能吃一点辣了" revises the
             # taste "不吃辣", not the peanut allergy said beside it, however the pair reads
-            if fits and (best is None or (same, p) > best[:2]):
-                best = (same, float(p), old)
+            if fits and (best is None or (thing, same, p) > best[:3]):
+                best = (thing, same, float(p), old)
         if best is not None:
-            return best[2]
+            return best[3]
         return closest_of_area(in_area, aspects) if asserted else None
 
     def _said_again(self, existing: MemoryRecord, reason: str) -> MemoryChange:

@@ -56,6 +56,9 @@ TENTATIVE_ASPECT = 0.5
 memorable, 1.00 change, residence 0.68) and "Went back to an iPhone." replace what they revise,
 a request that only mentions a change ("帮我把这段话缩短一点：…活动将顺延至下周六", aspect 0.27) does
 not. Neutral on the tuning half's pairs and homes (docs/benchmarks.md)."""
+TENTATIVE_REQUEST = 0.65
+"""A clause kept tentatively (either way above) must read as a request less than this: "周五下班想去
+喝一杯放松下，杭州哪里好" (0.18 memorable, 0.77 change, 0.69 request) had replaced "不喝酒"."""
 EVENT_ASPECT = 0.5
 """A dated event the rules read ("我上个月搬到上海了") also updates a single-valued aspect it
 changes (home, employer) when the classifier reads that aspect with at least this probability."""
@@ -471,6 +474,7 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
                     for i in mine
                 )
                 unread = _unread(parts_read, [ruled[i] for i in mine], of_their_aspect=True)
+                unread = _goes_on(unread, parts_read, [ruled[i] for i in mine], is_chinese(clause))
                 # whose it is, the clause says, as it did for the rules: "今年35岁" alone reads as
                 # someone else's (0.75), and beside "我住在杭州" or "在银行上班" it is the speaker's
                 # age (a piece that names someone is no piece of this kind, `_unread`)
@@ -579,6 +583,8 @@ def _changes_beside(
             continue  # "下个月去青岛，…，帮我排个行程": what a request tells is its setting, no change
         if redact_text(part) != part:
             continue  # "手机换号了，新号码是…": news of personal data is about that data (`write.replaceable`)
+        if pet_subject(part):
+            continue  # "我家狗（旺财）对鸡肉过敏，吃了就拉肚子": what follows is the pet's, no change of the speaker's
         whole = [
             c
             for c in found
@@ -760,6 +766,40 @@ def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: b
     ]
 
 
+def _goes_on(kept: list[Reading], pieces: list[Reading], rules: list[Candidate], zh: bool) -> list[Reading]:
+    """Each kept piece with the pieces after it that go on about it, read again as one.
+
+    "跟你说下，我搬到上海了，工作也换了，现在在字节跳动": beside the move a rule read, "工作也换了" is a
+    statement of its own, and "现在在字节跳动" (of no clear aspect alone, 0.11) says what it changed
+    to; kept alone, the change replaced the old employer with no new one. A piece goes on when it
+    is of no clear aspect (`SEPARATE_ASPECT`), is no question, and no rule read it.
+    """
+    read_from = [c.evidence or "" for c in rules]
+    ids = {id(p) for p in kept}
+    texts: list[str | None] = []
+    for i, piece in enumerate(pieces):
+        if id(piece) not in ids:
+            continue
+        more = []
+        for after in pieces[i + 1 :]:
+            if (
+                id(after) in ids
+                or after.aspect_p >= SEPARATE_ASPECT
+                or is_question(after.text)
+                or about_someone_else(after.text)
+                or any(after.text in e or e in after.text for e in read_from if e)
+            ):
+                break
+            more.append(after.text.strip())
+        texts.append(("，" if zh else ", ").join([piece.text.strip(), *more]) if more else None)
+    joined = [t for t in texts if t is not None]
+    if not joined:
+        return kept
+    again = iter(read_statements(joined))
+    ordered = [p for p in pieces if id(p) in ids]
+    return [next(again) if t is not None else piece for piece, t in zip(ordered, texts, strict=True)]
+
+
 def _says_more(clause: str, events: list[Candidate], pieces: list[Reading]) -> bool:
     """Whether a clause a rule read an event from also says something lasting about the speaker.
 
@@ -907,7 +947,8 @@ def _statements(clause: str, reading: Reading, parts: list[Reading]) -> list[Can
             or (reading.change >= TENTATIVE_CHANGE and reading.aspect_p >= TENTATIVE_ASPECT)
         )
         and reading.change >= REVISES
-        and not adds_to(clause)
+        and reading.request < TENTATIVE_REQUEST
+        and not additive(reading)
     ):
         return [_new_candidate(reading, tentative=True)]
     return []
