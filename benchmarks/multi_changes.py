@@ -8,7 +8,10 @@ by a hash of the message, fixed before tuning.
 Each user's messages go through `Memory.add` (the offline extractor) on the real embedded
 defaults. Counted per change: the new value current (in a current memory), the old value gone
 (in none), both (handled); per item, all its changes handled; and the facts that were not
-changed still current.
+changed still current. Also (added 2026-12-08, after a run showed that "Left Deloitte for a
+small firm." keeps "Deloitte" in a current memory by saying it was left): the old value in no
+memory still current of those its earlier messages wrote (`old_retired`), and that with the new
+value current.
 
 Run: `python -m benchmarks.multi_changes [--split report|tune|all] [--verbose]`.
 """
@@ -34,14 +37,19 @@ def run(split: str = "report", verbose: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mneme-multi-") as tmp, Memory.open(Path(tmp)) as memory:
         for item in items:
             user = item["id"]
-            for text in [*item["before"], item["message"]]:
-                memory.add(text, user_id=user)
-            current = [r.text for r in memory.get_all(user_id=user) if r.kind != "episodic"]
+            earlier = {
+                change.id for text in item["before"] for change in memory.add(text, user_id=user) if change.id
+            }
+            memory.add(item["message"], user_id=user)
+            records = [r for r in memory.get_all(user_id=user) if r.kind != "episodic"]
+            current = [r.text for r in records]
             said = "\n".join(current).lower()
+            still = "\n".join(r.text for r in records if r.id in earlier).lower()
             changes = [
                 {
                     "new_current": not c["new"] or c["new"].lower() in said,
                     "old_gone": c["old"].lower() not in said,
+                    "old_retired": c["old"].lower() not in still,
                 }
                 for c in item["changes"]
             ]
@@ -75,6 +83,8 @@ def score(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "handled": sum(c["new_current"] and c["old_gone"] for c in changes),
             "new_current": sum(c["new_current"] for c in changes),
             "old_gone": sum(c["old_gone"] for c in changes),
+            "old_retired": sum(c["old_retired"] for c in changes),
+            "retired_and_new_current": sum(c["new_current"] and c["old_retired"] for c in changes),
             "items_all_handled": sum(
                 all(c["new_current"] and c["old_gone"] for c in r["changes"]) for r in sel
             ),
