@@ -17,9 +17,8 @@ from mneme.memory.usermodel.statements import additive, read_message, tag_aspect
     ],
 )
 def test_a_piece_that_leans_on_the_rest_stays_with_it(text: str, aspect: str) -> None:
-    # "跑步跑快了就喘不上气" alone would tell a later answer nothing about asthma (a piece may also
-    # be read as a tentative change, stored only where it replaces a memory: `_changes_beside`)
-    [cand] = [c for c in read_message(text) if c.aspect and not c.tentative]
+    # "跑步跑快了就喘不上气" alone would tell a later answer nothing about asthma
+    [cand] = [c for c in read_message(text) if c.aspect]
     assert cand.text == text and cand.aspect == aspect
 
 
@@ -383,18 +382,3 @@ def test_what_a_request_asks_is_taken_out_and_the_rest_kept(text: str, kept: str
     # the words that ask are no part of the asker's fact, which is still kept
     texts = [c.text for c in read_message(text) if c.aspect]
     assert any(kept in t for t in texts) and not any(asked in t for t in texts), texts
-
-
-def test_a_kept_piece_goes_on_with_the_piece_that_says_what_it_changed_to() -> None:
-    from mneme.memory.extract import Candidate
-    from mneme.memory.usermodel.statements import _goes_on
-
-    moved, job, where = read_statements(["我搬到上海了", "工作也换了", "现在在字节跳动"])
-    rule = Candidate(kind="profile", text="住在上海", evidence="我搬到上海")
-    [kept] = _goes_on([job], [moved, job, where], [rule], zh=True)
-    assert kept.text == "工作也换了，现在在字节跳动"
-    # a piece of a clear aspect of its own is no continuation, nor what a rule read
-    assert _goes_on([job], [job, moved], [], zh=True) == [job]
-    assert _goes_on(
-        [job], [job, where], [Candidate(kind="profile", text="x", evidence="现在在字节跳动")], zh=True
-    ) == [job]

@@ -67,8 +67,8 @@ def _stem_words(words: list[str]) -> list[str]:
     return stems
 
 
-def _cut(text: str) -> list[str]:
-    """Words of a Chinese text by jieba (the dictionary loads once, on the first Chinese text)."""
+def _loaded() -> Any:
+    """jieba, with its dictionary loaded (once, on the first Chinese text)."""
     global _jieba
     if _jieba is None:
         with _jieba_lock:
@@ -80,7 +80,12 @@ def _cut(text: str) -> list[str]:
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
                 _jieba = jieba
-    words: list[str] = _jieba.lcut(text)
+    return _jieba
+
+
+def _cut(text: str) -> list[str]:
+    """Words of a Chinese text by jieba."""
+    words: list[str] = _loaded().lcut(text)
     return words
 
 
@@ -90,7 +95,7 @@ def dictionary_tag(word: str) -> str | None:
     "穆斯林" is `nz` (a proper noun that names no person), "钟表匠" `n`, "林黛玉" `nr` (a person);
     a name no dictionary holds ("张雨婷") gives None.
     """
-    _cut("")  # (loads jieba)
+    _loaded()
     import jieba.posseg
 
     tag: str | None = jieba.posseg.dt.word_tag_tab.get(word)

@@ -474,7 +474,6 @@ def read_message(text: str, *, now: datetime | None = None, before: Sequence[str
                     for i in mine
                 )
                 unread = _unread(parts_read, [ruled[i] for i in mine], of_their_aspect=True)
-                unread = _goes_on(unread, parts_read, [ruled[i] for i in mine], is_chinese(clause))
                 # whose it is, the clause says, as it did for the rules: "今年35岁" alone reads as
                 # someone else's (0.75), and beside "我住在杭州" or "在银行上班" it is the speaker's
                 # age (a piece that names someone is no piece of this kind, `_unread`)
@@ -764,40 +763,6 @@ def _unread(pieces: list[Reading], rules: list[Candidate], *, of_their_aspect: b
         and not about_someone_else(p.text)
         and not (refers_back(p.text) or _HERE.search(p.text))
     ]
-
-
-def _goes_on(kept: list[Reading], pieces: list[Reading], rules: list[Candidate], zh: bool) -> list[Reading]:
-    """Each kept piece with the pieces after it that go on about it, read again as one.
-
-    "跟你说下，我搬到上海了，工作也换了，现在在字节跳动": beside the move a rule read, "工作也换了" is a
-    statement of its own, and "现在在字节跳动" (of no clear aspect alone, 0.11) says what it changed
-    to; kept alone, the change replaced the old employer with no new one. A piece goes on when it
-    is of no clear aspect (`SEPARATE_ASPECT`), is no question, and no rule read it.
-    """
-    read_from = [c.evidence or "" for c in rules]
-    ids = {id(p) for p in kept}
-    texts: list[str | None] = []
-    for i, piece in enumerate(pieces):
-        if id(piece) not in ids:
-            continue
-        more = []
-        for after in pieces[i + 1 :]:
-            if (
-                id(after) in ids
-                or after.aspect_p >= SEPARATE_ASPECT
-                or is_question(after.text)
-                or about_someone_else(after.text)
-                or any(after.text in e or e in after.text for e in read_from if e)
-            ):
-                break
-            more.append(after.text.strip())
-        texts.append(("，" if zh else ", ").join([piece.text.strip(), *more]) if more else None)
-    joined = [t for t in texts if t is not None]
-    if not joined:
-        return kept
-    again = iter(read_statements(joined))
-    ordered = [p for p in pieces if id(p) in ids]
-    return [next(again) if t is not None else piece for piece, t in zip(ordered, texts, strict=True)]
 
 
 def _says_more(clause: str, events: list[Candidate], pieces: list[Reading]) -> bool:
